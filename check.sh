@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The course's single entry point: ./check.sh p08 | p08-fast | list | test   (./check.sh -h for all options)
+# First run: builds a virtual environment from requirements.txt (in .venv, or in $COURSE_VENV),
+# unless the current python3 already has every requirement. Later runs start at once.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SYS_PY="${PYTHON:-python3}"
+
+has_requirements() {  # does this interpreter already have what requirements.txt asks for?
+  "$1" - "$ROOT/requirements.txt" <<'PY' >/dev/null 2>&1
+import re, sys
+from importlib import metadata
+for line in open(sys.argv[1]):
+    name = re.split(r"[<>=!~;\[ ]", line.split("#")[0].strip())[0]
+    if name:
+        metadata.version(name)
+import torch
+major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+assert (2, 4) <= (major, minor)
+PY
+}
+
+if [ -z "${COURSE_VENV:-}" ] && has_requirements "$SYS_PY"; then
+  PY="$SYS_PY"
+else
+  VENV="${COURSE_VENV:-$ROOT/.venv}"
+  STAMP="$("$SYS_PY" -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$ROOT/requirements.txt")"
+  if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.requirements.sha256" 2>/dev/null)" != "$STAMP" ]; then
+    echo "check.sh: first run — setting up $VENV from requirements.txt (once; a few minutes)..." >&2
+    [ -x "$VENV/bin/python" ] || "$SYS_PY" -m venv "$VENV"
+    LOG="$VENV/install.log"
+    if ! "$VENV/bin/python" -m pip install --disable-pip-version-check -r "$ROOT/requirements.txt" >"$LOG" 2>&1; then
+      tail -n 20 "$LOG" >&2
+      echo "check.sh: installing requirements failed (full log: $LOG)" >&2
+      exit 2
+    fi
+    echo "$STAMP" >"$VENV/.requirements.sha256"
+    echo "check.sh: environment ready." >&2
+  fi
+  PY="$VENV/bin/python"
+fi
+
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+exec "$PY" -m course.cli "$@"

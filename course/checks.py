@@ -1,0 +1,200 @@
+"""The check framework: how an acceptance check is declared, what it may call, and how it says what broke.
+
+A check is a function `fn(ctx)` registered with @check. It calls the learner's code through `ctx`, and
+raises `Fail(...)` with concrete lines ("called ..., returned ..., expected ...") when something is wrong.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from course.lang import pick
+from course.loader import load_module, relpath
+from course.sampling_params import SamplingParams as GivenParams
+
+_REGISTRY: list = []
+
+
+@dataclass(frozen=True)
+class Hint:
+    """Where to look when a check fails: hints/<problem>/L<level>.md, the anchor <a id="anchor">."""
+    problem: str
+    level: int
+    anchor: str
+
+
+@dataclass
+class Check:
+    id: str
+    title_zh: str
+    title_en: str
+    fn: object
+    hint: Hint
+    problems: tuple
+    needs: tuple = ()
+
+    def title(self, lang: str) -> str:
+        return f"{self.id.split('.')[0]} {pick(lang, self.title_zh, self.title_en)}"
+
+
+def check(check_id, title_zh, title_en, hint, problems=("p08",), needs=()):
+    """Register fn as an acceptance check; hint = (problem, level, anchor)."""
+    def register(fn):
+        _REGISTRY.append(Check(check_id, title_zh, title_en, fn, Hint(*hint), tuple(problems), tuple(needs)))
+        return fn
+    return register
+
+
+def checks_for(problem) -> list:
+    """The checks of a problem (course.problems.Problem), in the order of its check modules."""
+    import importlib
+    modules = [importlib.import_module(name) for name in problem.checks]
+    names = {m.__name__ for m in modules}
+    return [c for c in _REGISTRY if problem.name in c.problems and c.fn.__module__ in names]
+
+
+class Fail(Exception):
+    """A check's verdict: lines saying what was called, what came back, what was expected."""
+
+    def __init__(self, *lines, hint: tuple | None = None, where: str | None = None):
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)
+        self.hint = Hint(*hint) if hint else None
+        self.where = where
+
+
+class Missing(Exception):
+    """The learner's file lacks a name the check needs."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
+# ---- formatting concrete values ----------------------------------------------------------------------
+def fmt_num(x) -> str:
+    x = float(x)
+    if math.isinf(x):
+        return "-inf" if x < 0 else "inf"
+    if math.isnan(x):
+        return "nan"
+    return f"{x:.4g}" if abs(x) >= 1e-3 or x == 0 else f"{x:.1e}"
+
+
+def fmt_vec(values, limit: int = 8) -> str:
+    values = values.detach().flatten().tolist() if isinstance(values, torch.Tensor) else list(values)
+    shown = ", ".join(fmt_num(v) for v in values[:limit])
+    return f"[{shown}{', ...' if len(values) > limit else ''}]" + (f" (V={len(values)})" if len(values) > limit else "")
+
+
+def fmt_set(ids) -> str:
+    ids = sorted(int(i) for i in ids)
+    return "{" + ", ".join(map(str, ids[:12])) + (", ..." if len(ids) > 12 else "") + "}"
+
+
+def describe(obj) -> str:
+    """A short description of what a learner's function returned."""
+    if isinstance(obj, torch.Tensor):
+        return f"tensor(shape={list(obj.shape)}, dtype={str(obj.dtype).replace('torch.', '')}, device={obj.device})"
+    text = repr(obj)
+    return f"{type(obj).__name__} {text[:60]}"
+
+
+def params_text(p) -> str:
+    """Only the fields that differ from the defaults, e.g. 'temperature=0.5, top_k=2'."""
+    defaults = GivenParams()
+    parts = [f"{k}={getattr(p, k)!r}" for k in ("temperature", "top_k", "top_p", "repetition_penalty", "seed")
+             if getattr(p, k, None) != getattr(defaults, k)]
+    return ", ".join(parts) or "defaults"
+
+
+# ---- the context a check runs in ---------------------------------------------------------------------
+@dataclass
+class Ctx:
+    problem: object          # course.problems.Problem
+    impl_path: str
+    device: str = "cpu"
+    lang: str = "zh"
+    _impl: object = field(default=None, repr=False)
+
+    @property
+    def impl(self):
+        if self._impl is None:
+            self._impl = load_module(self.impl_path)
+        return self._impl
+
+    @property
+    def file(self) -> str:
+        return relpath(self.impl_path)
+
+    @property
+    def has_functions(self) -> bool:
+        return bool(self.problem.functions)
+
+    def t(self, zh: str, en: str) -> str:
+        return pick(self.lang, zh, en)
+
+    def fn(self, name):
+        """The learner's function or class called `name`."""
+        obj = getattr(self.impl, name, None)
+        if obj is None:
+            raise Missing(name)
+        return obj
+
+    def where(self, name) -> str | None:
+        """file:line where the learner defines `name` (a function, class or Class.method)."""
+        obj = self.impl
+        for part in name.split("."):
+            obj = getattr(obj, part, None)
+        try:
+            return f"{self.file}:{inspect.getsourcelines(obj)[1]}"
+        except (TypeError, OSError):
+            return None
+
+    def sampler(self):
+        return self.fn(self.problem.sampler_class)()
+
+    @property
+    def sampler_name(self) -> str:
+        return self.problem.sampler_class
+
+    def params(self, **kwargs):
+        cls = getattr(self.impl, "SamplingParams", None) or GivenParams
+        return cls(**kwargs)
+
+    def tensor(self, values, dtype=torch.float32):
+        return torch.tensor(values, dtype=dtype, device=self.device)
+
+    # -- calling the learner's code, with the result checked for type and shape --
+    def vector(self, name, *args, **kwargs):
+        """Call the function `name` that must return a new floating tensor shaped like args[0]."""
+        out = self.fn(name)(*args, **kwargs)
+        like = args[0]
+        if not isinstance(out, torch.Tensor) or out.shape != like.shape or not out.is_floating_point():
+            raise Fail(f"called {name}({fmt_vec(like)}, ...) -> {describe(out)}",
+                       self.t(f"期望：一个形状为 {list(like.shape)} 的浮点张量", f"expected a floating tensor of shape {list(like.shape)}"),
+                       where=name)
+        return out
+
+    def sample(self, sampler, logits, req_ids, params, prev_tokens) -> list:
+        """sampler.sample(...) checked to be a LongTensor [B] on logits.device with ids in [0, V)."""
+        batch, vocab = logits.shape
+        method = f"{self.sampler_name}.sample"
+        out = sampler.sample(logits, req_ids, params, prev_tokens)
+        called = f"called {method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, req_ids={list(req_ids)[:4]}{'...' if batch > 4 else ''})"
+        ok = (isinstance(out, torch.Tensor) and out.dtype == torch.long and tuple(out.shape) == (batch,)
+              and out.device.type == logits.device.type)
+        if not ok:
+            raise Fail(f"{called} -> {describe(out)}",
+                       self.t(f"期望：LongTensor，形状 [{batch}]（不是 [{batch}, 1]），在 {logits.device} 上，第 i 个是 req_ids[i] 的 token",
+                              f"expected a LongTensor of shape [{batch}] (not [{batch}, 1]) on {logits.device}, row i = req_ids[i]'s token"),
+                       hint=("p08", 1, "d6"), where=method)
+        tokens = out.tolist()
+        bad = [t for t in tokens if not 0 <= t < vocab]
+        if bad:
+            raise Fail(f"{called} -> {tokens[:8]}", self.t(f"token id {bad[0]} 不在 [0, {vocab}) 内",
+                                                           f"token id {bad[0]} is outside [0, {vocab})"), where=method)
+        return tokens

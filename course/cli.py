@@ -1,0 +1,147 @@
+"""check.sh's commands: grade a problem, print hints, list progress, run the repo's own tests."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from course import hints, problems, report, state
+from course.lang import pick
+from course.problems import ROOT
+
+USAGE = ("usage: ./check.sh {list | test [pytest args] | PROBLEM [--solution | --impl FILE] [--device cpu|cuda] "
+         "[--lang zh|en] [-v] [--hint [N]] [--yes]}   problems: ")
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def parse(argv):
+    parser = _Parser(add_help=False)
+    parser.add_argument("problem")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--solution", action="store_true")
+    which.add_argument("--impl")
+    parser.add_argument("--device", choices=["cpu", "cuda"])
+    parser.add_argument("--lang", choices=["zh", "en"], default=os.environ.get("COURSE_LANG", "zh"))
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("--hint", nargs="?", const=0, type=int)
+    parser.add_argument("--yes", action="store_true")
+    parser.add_argument("--only", help="comma-separated check ids (for course authors)")
+    parser.add_argument("--timeout", type=float, help="seconds per check (for course authors)")
+    args = parser.parse_args(argv)
+    if args.problem not in problems.problems():
+        raise UsageError(f"unknown problem {args.problem!r}")
+    if args.hint is not None and args.hint not in (0, *hints.LEVELS):
+        raise UsageError(f"--hint takes 1, 2 or 3, got {args.hint}")
+    return args
+
+
+def show_hint(args) -> int:
+    seen = state.problem_state(args.problem).get("hints_seen", [])
+    level = args.hint or hints.next_level(seen)
+    if level == 3 and not {1, 2} <= set(seen) and not args.yes and sys.stdin.isatty():
+        answer = input(pick(args.lang, "L3 是答案级提示，你还没看过 L1/L2。确定要看吗？[y/N] ",
+                            "L3 gives the answers and you have not read L1/L2 yet. Show it anyway? [y/N] "))
+        if answer.strip().lower() not in ("y", "yes", "是"):
+            return 0
+    print(hints.render_terminal(hints.read(args.problem, level, args.lang), color=report.use_color()))
+    state.record_hint(args.problem, level)
+    if level < 3:
+        print(pick(args.lang, f"下一级：./check.sh {args.problem} --hint {level + 1}",
+                   f"next level: ./check.sh {args.problem} --hint {level + 1} --lang en"))
+    return 0
+
+
+def grade(args) -> int:
+    import torch
+
+    from course.checks import checks_for
+    from course.grader import grade as run_checks
+    from course.loader import relpath
+
+    problem = problems.get(args.problem)
+    impl = Path(args.impl).resolve() if args.impl else problem.path("solution" if args.solution else "stub")
+    if not impl.is_file():
+        raise UsageError(f"no such file: {args.impl or impl}")
+    cuda = torch.cuda.is_available()
+    if args.device == "cuda" and not cuda:
+        raise UsageError("--device cuda: torch sees no GPU here")
+    devices = [args.device] if args.device else ["cpu"] + (["cuda"] if cuda else [])
+    checks = checks_for(problem)
+    if args.only:
+        wanted = args.only.split(",")
+        checks = [c for c in checks if c.id in wanted]
+    by_id = {c.id: c for c in checks}
+    color = report.use_color()
+    lang, passed, total, failed = args.lang, 0, 0, []
+    for device in devices:
+        print(f"{problem.title(lang)} — {relpath(impl)} · {device}", flush=True)
+
+        def on_result(result, device=device):
+            print("\n".join(report.render_result(result, by_id.get(result.id), lang, args.verbose, color)), flush=True)
+
+        run = run_checks(problem, impl, device, lang, [c.id for c in checks], args.timeout, on_result)
+        total += len(checks)
+        if run.import_error:
+            print("\n".join(report.render_import_error(run.import_error, relpath(impl), lang, args.verbose)))
+            failed.append(pick(lang, "导入失败", "import failed"))
+            break
+        passed += run.passed
+        failed += [f"{by_id[r.id].title(lang)}" + (f" [{device}]" if len(devices) > 1 else "")
+                   for r in run.results if not r.passed]
+    if not args.device and not cuda:
+        print(pick(lang, "cuda：跳过（torch 没有看到 GPU）", "cuda: skipped (torch sees no GPU)"))
+    print("\n".join(report.summary(passed, total, failed, lang, color)))
+    if impl == problem.path("stub"):
+        state.record_grade(problem.name, passed, total, ",".join(devices))
+    if passed == total and total:
+        print(problem.next_step(lang))
+        return 0
+    return 1
+
+
+def list_problems(lang: str) -> int:
+    data = state.load()
+    for name, problem in problems.problems().items():
+        entry = data.get(name, {})
+        g = entry.get("grade")
+        grade_text = (pick(lang, f"上次 {g['passed']}/{g['total']}（{g['when']}）", f"last {g['passed']}/{g['total']} ({g['when']})")
+                      if g else pick(lang, "未评分", "not graded yet"))
+        done = "✓" if g and g["passed"] == g["total"] else "·"
+        seen = entry.get("hints_seen", [])
+        hint_text = pick(lang, f"提示已看 {seen}", f"hints seen {seen}") if seen else pick(lang, "未看提示", "no hints seen")
+        print(f"{done} {name:<9} {problem.title(lang)}\n    {grade_text} · {hint_text} · {problem.stub} · {problem.notebook}")
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    lang = "en" if "--lang" in argv and argv[argv.index("--lang") + 1:][:1] == ["en"] else "zh"
+    try:
+        if not argv or argv[0] in ("-h", "--help", "help"):
+            print(USAGE + ", ".join(problems.problems()))
+            return 0 if argv else 2
+        if argv[0] == "list":
+            return list_problems(lang)
+        if argv[0] == "test":
+            os.chdir(ROOT)
+            os.execv(sys.executable, [sys.executable, "-m", "pytest", "tests/self", *argv[1:]])
+        args = parse(argv)
+        return show_hint(args) if args.hint is not None else grade(args)
+    except UsageError as exc:
+        print(f"check.sh: {exc}. " + USAGE + ", ".join(problems.problems()), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

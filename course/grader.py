@@ -1,0 +1,161 @@
+"""Run a problem's checks against one file in a worker process, with a time limit per check.
+
+A check that hangs is killed with its worker and reported as a time-out; a worker that dies is reported
+as a crash; either way a fresh worker takes over the remaining checks.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from course.problems import ROOT
+
+TOTAL_BUDGET_S = 240.0      # the whole run ends within a few minutes, whatever the file does
+SHORT_LIMIT_S = 8.0         # per-check limit once two checks have timed out
+
+
+@dataclass
+class Result:
+    id: str
+    status: str                      # pass fail error todo missing timeout crash skip import_error
+    lines: list = field(default_factory=list)
+    where: str | None = None
+    hint: list | None = None
+    output_lines: int = 0
+    output_text: str = ""
+    traceback: str = ""
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+@dataclass
+class Run:
+    problem: str
+    impl: str
+    device: str
+    results: list
+    import_error: Result | None = None
+
+    @property
+    def passed(self) -> int:
+        return sum(r.passed for r in self.results)
+
+
+def _result(event: dict, seconds: float) -> Result:
+    return Result(id=event["id"], status=event["status"], lines=event.get("lines", []), where=event.get("where"),
+                  hint=event.get("hint"), output_lines=event.get("out_lines", 0),
+                  output_text=event.get("out_text", ""), traceback=event.get("traceback", ""), seconds=seconds)
+
+
+class _Worker:
+    def __init__(self, problem, impl, device, lang, ids):
+        self.stderr = tempfile.TemporaryFile()
+        cmd = [sys.executable, "-m", "course.worker", "--problem", problem, "--impl", str(impl),
+               "--device", device, "--lang", lang, "--checks", ",".join(ids)]
+        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   PYTHONDONTWRITEBYTECODE="1")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, env=env, start_new_session=True)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.proc.stdout, selectors.EVENT_READ)
+        self.buffer = b""
+
+    def next_event(self, timeout: float):
+        """The next JSON event, None on time-out, or {'event': 'eof'} when the worker is gone."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.selector.select(left):
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                return {"event": "eof"}
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def kill(self) -> str:
+        with _suppress():
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        code = self.proc.wait()
+        self.stderr.seek(0)
+        tail = self.stderr.read()[-2000:].decode("utf-8", "replace")
+        self.proc.stdout.close()
+        self.selector.close()
+        self.stderr.close()
+        return f"exit code {code}" + (f": {tail.strip().splitlines()[-1]}" if tail.strip() else "")
+
+
+class _suppress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return exc[0] is not None and issubclass(exc[0], (ProcessLookupError, PermissionError, OSError))
+
+
+def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | None = None,
+          on_result=None) -> Run:
+    """Run the checks `ids` of `problem` (a Problem) on file `impl`; on_result(Result) is called as each ends."""
+    limit = timeout_s or problem.timeout_s
+    pending, results, timeouts = list(ids), [], 0
+    started = time.monotonic()
+    run = Run(problem.name, str(impl), device, results)
+
+    def record(result):
+        results.append(result)
+        if on_result:
+            on_result(result)
+
+    while pending:
+        worker = _Worker(problem.name, impl, device, lang, pending)
+        current, t0 = None, time.monotonic()
+        while True:
+            budget_left = TOTAL_BUDGET_S - (time.monotonic() - started)
+            wait = min(limit if timeouts < 2 else SHORT_LIMIT_S, max(budget_left, 0.1))
+            if current is None:
+                wait = max(wait, 60.0)   # starting python + torch is not the learner's time
+            event = worker.next_event(wait)
+            if event is None or event.get("event") == "eof":
+                why = worker.kill()
+                if current is None or current == "__import__":
+                    status = "timeout" if event is None else "crash"
+                    lines = [f"importing {impl} did not finish" if event is None else f"worker died while importing ({why})"]
+                    run.import_error = Result("__import__", status, lines)
+                    return run
+                status = "timeout" if event is None else "crash"
+                timeouts += status == "timeout"
+                record(Result(current, status, [] if event is None else [why], seconds=time.monotonic() - t0))
+                pending.remove(current)
+                if time.monotonic() - started > TOTAL_BUDGET_S:
+                    for rest in pending:
+                        record(Result(rest, "skip", ["time budget used up"]))
+                    pending = []
+                break
+            if event["event"] == "start":
+                current, t0 = event["id"], time.monotonic()
+                continue
+            if event["id"] == "__import__":
+                if event["status"] != "pass":
+                    worker.kill()
+                    run.import_error = _result(event, 0.0)
+                    return run
+                current = None
+                continue
+            record(_result(event, time.monotonic() - t0))
+            pending.remove(event["id"])
+            current = None
+            if not pending:
+                worker.kill()
+                break
+    return run

@@ -1,0 +1,72 @@
+"""Tiered hints: hints/<problem>/L<n>.md (Chinese) and hints/<problem>/en/L<n>.md (English)."""
+from __future__ import annotations
+
+import re
+
+from course.lang import pick
+from course.problems import get
+
+LEVELS = (1, 2, 3)
+ANCHOR = re.compile(r'<a id="([\w-]+)"></a>\s*')
+
+_LABELS = {  # anchor prefix -> (zh, en); the number, if any, follows
+    "q": ("关键问题", "key question"),
+    "e": ("例", "example"),
+    "d": ("细节：第 {n} 步", "details: step {n}"),
+    "s": ("思路：第 {n} 步", "approach: step {n}"),
+    "a": ("答案", "answer"),
+}
+_NAMED = {"traps": ("常见坑", "common traps"), "trace": ("逐步追踪", "step-by-step trace"),
+          "skeleton": ("代码骨架", "skeleton")}
+
+
+def anchor_label(anchor: str, lang: str) -> str:
+    """'q4' -> 'key question 4' / '关键问题 4'."""
+    if anchor in _NAMED:
+        return pick(lang, *_NAMED[anchor])
+    match = re.fullmatch(r"([a-z])(\d+)", anchor)
+    if not match or match[1] not in _LABELS:
+        return anchor
+    zh, en = _LABELS[match[1]]
+    n = match[2]
+    if "{n}" in zh:
+        return pick(lang, zh.format(n=n), en.format(n=n))
+    return pick(lang, f"{zh} {n}", f"{en} {n}")
+
+
+def hint_path(problem: str, level: int, lang: str):
+    base = get(problem).path("hints")
+    return (base / "en" if lang == "en" else base) / f"L{level}.md"
+
+
+def read(problem: str, level: int, lang: str) -> str:
+    """The markdown of a hint level."""
+    if level not in LEVELS:
+        raise ValueError(f"hint level must be 1, 2 or 3, got {level}")
+    return hint_path(problem, level, lang).read_text(encoding="utf-8")
+
+
+def anchors(problem: str, level: int, lang: str) -> set:
+    return set(ANCHOR.findall(read(problem, level, lang)))
+
+
+def render_terminal(markdown: str, color: bool = False) -> str:
+    """Markdown made readable in a terminal: anchors dropped, headings emphasised, fences kept plain."""
+    out = []
+    for line in markdown.splitlines():
+        line = ANCHOR.sub("", line)
+        if line.startswith("```"):
+            continue
+        if line.startswith("#"):
+            text = line.lstrip("#").strip()
+            out.append(f"\033[1m{text}\033[0m" if color else text)
+            if not line.startswith("###"):
+                out.append("─" * min(60, max(8, len(text) * 2)))
+            continue
+        out.append(line.replace("**", "") if not color else re.sub(r"\*\*(.+?)\*\*", "\033[1m\\1\033[0m", line))
+    return "\n".join(out).strip() + "\n"
+
+
+def next_level(seen) -> int:
+    """The first level not yet revealed (3 once all are)."""
+    return next((level for level in LEVELS if level not in set(seen)), LEVELS[-1])

@@ -1,0 +1,102 @@
+"""An independent re-derivation of P08's rule in plain Python float64 (no torch): the grader's oracle.
+
+Used by the acceptance checks, the self-tests, the notebooks and the widgets, so that "what a correct
+sampler draws from" is written once.
+"""
+from __future__ import annotations
+
+import math
+
+from course.sampling_params import GREEDY_TEMPERATURE
+
+NEG_INF = float("-inf")
+
+
+def softmax(values) -> list:
+    finite = [x for x in values if x != NEG_INF]
+    top = max(finite)
+    exps = [math.exp(x - top) if x != NEG_INF else 0.0 for x in values]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def penalize(values, prev_tokens, penalty) -> list:
+    """Step 1: each distinct id in prev_tokens once; v > 0 -> v / penalty, else v * penalty."""
+    out = [float(x) for x in values]
+    for t in set(int(t) for t in prev_tokens):
+        out[t] = out[t] / penalty if out[t] > 0 else out[t] * penalty
+    return out
+
+
+def top_k_filter(values, top_k) -> list:
+    """Step 4: keep values >= the k-th largest when 0 < top_k < V."""
+    if not 0 < top_k < len(values):
+        return list(values)
+    kth = sorted(values, reverse=True)[top_k - 1]
+    return [x if x >= kth else NEG_INF for x in values]
+
+
+def descending_order(values) -> list:
+    return sorted(range(len(values)), key=lambda i: -values[i])
+
+
+def top_p_filter(values, top_p) -> list:
+    """Step 5: keep the smallest descending prefix whose mass reaches top_p (the crossing token stays)."""
+    if not 0 < top_p < 1:
+        return list(values)
+    probs = softmax(values)
+    out, before = list(values), 0.0
+    for rank, i in enumerate(descending_order(values)):
+        if rank > 0 and before >= top_p:
+            out[i] = NEG_INF
+        before += probs[i]
+    return out
+
+
+def top_p_margin(values, top_p) -> float:
+    """How far the nearest 'mass before' lies from top_p (tests keep away from exact ties)."""
+    if not 0 < top_p < 1:
+        return math.inf
+    probs, before, margin = softmax(values), 0.0, math.inf
+    for i in descending_order(values):
+        margin = min(margin, abs(before - top_p))
+        before += probs[i]
+    return margin
+
+
+def filtered_probs(row, temperature=1.0, top_k=-1, top_p=1.0, repetition_penalty=1.0, prev_tokens=()) -> list:
+    """The distribution a correct sampler draws this row's token from (greedy rows: one-hot at argmax)."""
+    values = penalize(row, prev_tokens, repetition_penalty)
+    if temperature < GREEDY_TEMPERATURE:
+        best = max(range(len(values)), key=lambda i: (values[i], -i))   # first maximum, like torch.argmax
+        return [1.0 if i == best else 0.0 for i in range(len(values))]
+    values = [x / temperature for x in values]
+    values = top_k_filter(values, top_k)
+    values = top_p_filter(values, top_p)
+    return softmax(values)
+
+
+def probs_for(row, params, prev_tokens=()) -> list:
+    """filtered_probs with the fields of a SamplingParams-like object."""
+    return filtered_probs(row, params.temperature, params.top_k, params.top_p, params.repetition_penalty,
+                          prev_tokens)
+
+
+def kept(probs) -> set:
+    return {i for i, p in enumerate(probs) if p > 0}
+
+
+def sigma_violations(counts, probs, draws: int, sigmas: float = 6.0) -> list:
+    """Tokens whose observed frequency is off by more than `sigmas` standard deviations, or that were
+    drawn although their probability is zero: [(token, observed, expected, allowed)]."""
+    out = []
+    for token, p in enumerate(probs):
+        observed = counts[token] / draws
+        if p == 0.0:
+            if counts[token]:
+                out.append((token, observed, 0.0, 0.0))
+            continue
+        allowed = sigmas * math.sqrt(p * (1 - p) / draws) + 1.0 / draws
+        if abs(observed - p) > allowed:
+            out.append((token, observed, p, allowed))
+    return out

@@ -1,0 +1,92 @@
+"""Render a grading run for the terminal: one line per check, a short failure block under each ✗."""
+from __future__ import annotations
+
+import os
+import sys
+
+from course.hints import anchor_label
+from course.lang import pick
+
+MAX_LINE = 220
+
+
+def _color(code: str, text: str, enabled: bool) -> str:
+    return f"\033[{code}m{text}\033[0m" if enabled else text
+
+
+def use_color(stream=sys.stdout) -> bool:
+    return stream.isatty() and os.environ.get("NO_COLOR") is None
+
+
+def clip(text: str) -> str:
+    return text if len(text) <= MAX_LINE else text[:MAX_LINE - 1] + "…"
+
+
+def hint_line(problem: str, hint, lang: str) -> str:
+    prob, level, anchor = hint
+    cmd = f"./check.sh {prob} --hint {level}"
+    return pick(lang, f"卡住了？{cmd}（{anchor_label(anchor, lang)}）", f"stuck? {cmd}   ({anchor_label(anchor, lang)})")
+
+
+def failure_block(result, check, lang: str, verbose: bool) -> list:
+    """The 1-4 lines under a ✗: what was called and what came back, where, which hint to read."""
+    lines = []
+    if result.status == "timeout":
+        lines.append(pick(lang, f"超时：{result.seconds:.0f} 秒内没有结束（死循环？）",
+                          f"timed out: did not finish within {result.seconds:.0f} s (an endless loop?)"))
+    elif result.status == "crash":
+        lines.append(pick(lang, f"进程在这项检查中退出了（{' '.join(result.lines)}）",
+                          f"the process died during this check ({' '.join(result.lines)})"))
+    elif result.status == "skip":
+        lines.append(pick(lang, "没有运行：总时间用完了", "not run: the time budget is used up"))
+    else:
+        lines.extend(result.lines)
+    if result.where:
+        lines.append(pick(lang, f"位置 {result.where}", f"at {result.where}"))
+    hint = result.hint or (check and [check.hint.problem, check.hint.level, check.hint.anchor])
+    if hint and result.status not in ("missing", "skip"):
+        lines.append(hint_line(check.hint.problem if check else hint[0], hint, lang))
+    if result.output_lines:
+        lines.append(pick(lang, f"（你的代码打印了 {result.output_lines} 行，-v 可查看）",
+                          f"(your code printed {result.output_lines} lines; -v shows them)"))
+    if verbose:
+        if result.output_text:
+            lines += ["--- output ---", *result.output_text.rstrip().splitlines()[-30:]]
+        if result.traceback:
+            lines += ["--- traceback ---", *result.traceback.rstrip().splitlines()[-40:]]
+    return [clip(line) for line in lines] if not verbose else lines
+
+
+def render_result(result, check, lang: str, verbose: bool, color: bool) -> list:
+    title = check.title(lang) if check else result.id
+    if result.passed:
+        return [f"  {_color('32', '✓', color)} {title}"]
+    out = [f"  {_color('31', '✗', color)} {title}"]
+    out += [f"      {line}" for line in failure_block(result, check, lang, verbose)]
+    return out
+
+
+def render_import_error(result, impl: str, lang: str, verbose: bool) -> list:
+    if result.status == "timeout":
+        head = pick(lang, f"✗ 导入 {impl} 没有在限定时间内结束（模块顶层有死循环？）",
+                    f"✗ importing {impl} did not finish in time (an endless loop at module level?)")
+    elif result.status == "crash":
+        head = pick(lang, f"✗ 导入 {impl} 时进程退出了", f"✗ the process died while importing {impl}")
+    else:
+        head = pick(lang, f"✗ 无法导入 {impl}", f"✗ cannot import {impl}")
+    out = [head] + [f"      {clip(line)}" for line in result.lines]
+    if result.where:
+        out.append(f"      {pick(lang, '位置', 'at')} {result.where}")
+    if verbose and result.traceback:
+        out += result.traceback.rstrip().splitlines()
+    return out
+
+
+def summary(passed: int, total: int, failed_titles: list, lang: str, color: bool) -> list:
+    out = []
+    if failed_titles:
+        shown = failed_titles if len(failed_titles) <= 4 else list(dict.fromkeys(t.split(" ")[0] for t in failed_titles))
+        out.append(pick(lang, "未通过：", "failed: ") + ", ".join(shown))
+    line = pick(lang, f"{passed}/{total} 项检查通过", f"{passed}/{total} checks passed")
+    out.append(_color("32" if passed == total and total else "31", line, color))
+    return out

@@ -1,0 +1,102 @@
+"""Acceptance checks on the sampler's contract: fp32 for low-precision input (S0), the output (S6),
+and the order of the six steps (S1-5)."""
+import math
+
+import torch
+
+from course import oracle
+from course.checks import Fail, check, params_text
+
+BOTH = ("p08", "p08-fast")
+
+
+# ---- S0 ----------------------------------------------------------------------------------------------
+# Rows (exact in bf16 / fp16) whose top token's fp32 probability p0 lies a hair from top_p, while the
+# nearest low-precision value of p0 lies on the other side: computed in fp32 the keep set is one thing,
+# computed in bf16/fp16 it is another. Each row: (logits, top_p, tokens allowed in fp32).
+S0_CASES = {
+    torch.bfloat16: [([0.703125, 0.177734375, -2.234375], 0.608764, {0, 1}),
+                     ([0.82421875, 0.515625, -0.058837890625], 0.465197, {0}),
+                     ([1.2265625, 0.94921875, -0.416015625], 0.512102, {0})],
+    torch.float16: [([0.89990234375, 0.354736328125, -1.556640625], 0.600507, {0, 1}),
+                    ([0.68115234375, 0.4150390625, -1.888671875], 0.542552, {0}),
+                    ([1.35546875, 1.1552734375, -0.60693359375], 0.510347, {0})],
+}
+
+
+@check("S0", "bf16/fp16 的 logits 按 fp32 计算", "bf16/fp16 logits are computed in fp32", hint=("p08", 1, "d0"), problems=BOTH)
+def s0_low_precision_logits_in_fp32(ctx):
+    for dtype in (torch.bfloat16, torch.float16):
+        for row, top_p, allowed in S0_CASES[dtype]:
+            logits = ctx.tensor([row], dtype=dtype)
+            params = ctx.params(top_p=top_p, seed=17)
+            expected = oracle.filtered_probs([float(v) for v in logits[0].tolist()], top_p=top_p)
+            sampler, seen = ctx.sampler(), set()
+            for _ in range(60):
+                seen |= set(ctx.sample(sampler, logits, ["r"], [params], [[]]))
+            if seen != allowed:
+                raise Fail(f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.6g}' for v in logits[0].tolist())}] "
+                           f"{str(dtype)[6:]}, top_p={top_p}) 60 times -> tokens {sorted(seen)}, expected {sorted(allowed)} "
+                           f"(fp32 probabilities {[round(p, 5) for p in expected]})",
+                           ctx.t("在 fp32 里算 softmax/cumsum：logits[i].float()；bf16 的舍入会改变 top-p 的保留集合",
+                                 "do softmax/cumsum in fp32 (logits[i].float()): bf16 rounding changes the top-p keep set"),
+                           where=f"{ctx.sampler_name}.sample")
+
+
+# ---- S6 ----------------------------------------------------------------------------------------------
+@check("S6", "输出：LongTensor [B]，在 logits 的设备上，按 req_ids 的顺序", "output: LongTensor [B] on the logits' device, in req_ids order",
+       hint=("p08", 1, "d6"), problems=BOTH)
+def s6_output_contract(ctx):
+    ids = ["zeta", 7, "alpha", ("tuple", 1), "m"]
+    rows, expected = [], []
+    for i in range(len(ids)):
+        target = (3 * i + 2) % 8
+        rows.append([5.0 if j == target else -2.0 - 0.1 * j for j in range(8)])
+        expected.append(target)
+    logits = ctx.tensor(rows)
+    params = [ctx.params(temperature=0.0), ctx.params(top_k=1, seed=3), ctx.params(),
+              ctx.params(top_p=1e-6, seed=9), ctx.params(temperature=1e-7, repetition_penalty=1.1)]
+    got = ctx.sample(ctx.sampler(), logits, ids, params, [[], [], [], [], [1]])
+    if got != expected:
+        raise Fail(f"called {ctx.sampler_name}.sample(5 rows, req_ids={ids}) -> {got}, expected {expected}",
+                   ctx.t("第 i 个输出属于 req_ids[i]（别按 id 排序，别丢行）", "output i belongs to req_ids[i] (do not sort by id, do not drop rows)"),
+                   where=f"{ctx.sampler_name}.sample")
+    one = ctx.sample(ctx.sampler(), ctx.tensor([rows[0]]), ["solo"], [ctx.params(temperature=0.0)], [[]])
+    if one != [expected[0]]:
+        raise Fail(f"called {ctx.sampler_name}.sample(1 row) -> {one}, expected {[expected[0]]}", where=f"{ctx.sampler_name}.sample")
+
+
+# ---- S1-5 --------------------------------------------------------------------------------------------
+ORDER_CASES = [
+    # probs-or-logits row, params, prev, what goes wrong when the order is wrong, hint anchor
+    ([3.0, 2.9, 1.0], dict(top_k=1, repetition_penalty=2.0, seed=31), [0],
+     ("penalty 必须在 top-k 之前：罚后 token 0 = 1.5 < 2.9", "penalise before top-k: token 0 becomes 1.5 < 2.9"), ("p08", 2, "s1")),
+    ([math.log(p) for p in (0.4, 0.3, 0.2, 0.1)], dict(top_k=2, top_p=0.55, seed=32), [],
+     ("top-p 要在 top-k 之后、在重新归一化的分布上做：[0.571, 0.429] 里 token 1 之前已有 0.571 ≥ 0.55",
+      "top-p works on the distribution left after top-k: in [0.571, 0.429] token 1 has 0.571 >= 0.55 before it"), ("p08", 2, "s5")),
+    ([math.log(p) for p in (0.5, 0.25, 0.15, 0.1)], dict(temperature=2.0, top_p=0.45, seed=33), [],
+     ("温度要在 top-p 之前：T=2 时概率是 [0.370, 0.262, ...]，token 1 之前只有 0.370 < 0.45，要保留",
+      "temperature comes before top-p: at T=2 the probs are [0.370, 0.262, ...], 0.370 < 0.45 before token 1, so it stays"),
+     ("p08", 2, "s3")),
+    ([math.log(p) for p in (0.6, 0.35, 0.05)], dict(temperature=0.5, top_p=0.7, seed=34), [],
+     ("温度要在 top-p 之前：T=0.5 时概率是 [0.742, 0.253, 0.005]，token 1 之前已有 0.742 ≥ 0.7",
+      "temperature comes before top-p: at T=0.5 the probs are [0.742, 0.253, 0.005], 0.742 >= 0.7 before token 1"),
+     ("p08", 2, "s3")),
+]
+
+
+@check("S1-5", "六步的顺序：penalty → greedy → 温度 → top-k → top-p", "the order of the steps: penalty, greedy, temperature, top-k, top-p",
+       hint=("p08", 2, "s1"), problems=BOTH)
+def s_order_of_steps(ctx):
+    draws = 80
+    for row, kwargs, prev, why, hint in ORDER_CASES:
+        params = ctx.params(**kwargs)
+        expected = oracle.probs_for(row, params, prev)
+        allowed = oracle.kept(expected)
+        sampler, seen = ctx.sampler(), set()
+        for _ in range(draws):
+            seen |= set(ctx.sample(sampler, ctx.tensor([row]), ["r"], [params], [prev]))
+        if seen != allowed:
+            raise Fail(f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
+                       f"prev_tokens={prev}) {draws} times -> tokens {sorted(seen)}, expected {sorted(allowed)}",
+                       ctx.t(*why), hint=hint, where=f"{ctx.sampler_name}.sample")
