@@ -111,6 +111,17 @@ def params_text(p) -> str:
     return ", ".join(parts) or "defaults"
 
 
+def _noting(called: str, fn, *args, **kwargs):
+    """Call a learner's function; an exception it raises carries a note saying how it was called."""
+    try:
+        return fn(*args, **kwargs)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        exc.add_note(called)
+        raise
+
+
 # ---- the context a check runs in ---------------------------------------------------------------------
 @dataclass
 class Ctx:
@@ -171,8 +182,9 @@ class Ctx:
     # -- calling the learner's code, with the result checked for type and shape --
     def vector(self, name, *args, **kwargs):
         """Call the function `name` that must return a new floating tensor shaped like args[0]."""
-        out = self.fn(name)(*args, **kwargs)
         like = args[0]
+        shown = ", ".join([fmt_vec(like)] + [repr(a) if not isinstance(a, torch.Tensor) else fmt_vec(a) for a in args[1:]])
+        out = _noting(f"called {name}({shown})", self.fn(name), *args, **kwargs)
         if not isinstance(out, torch.Tensor) or out.shape != like.shape or not out.is_floating_point():
             raise Fail(f"called {name}({fmt_vec(like)}, ...) -> {describe(out)}",
                        self.t(f"期望：一个形状为 {list(like.shape)} 的浮点张量", f"expected a floating tensor of shape {list(like.shape)}"),
@@ -183,8 +195,9 @@ class Ctx:
         """sampler.sample(...) checked to be a LongTensor [B] on logits.device with ids in [0, V)."""
         batch, vocab = logits.shape
         method = f"{self.sampler_name}.sample"
-        out = sampler.sample(logits, req_ids, params, prev_tokens)
-        called = f"called {method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, req_ids={list(req_ids)[:4]}{'...' if batch > 4 else ''})"
+        called = (f"called {method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, "
+                  f"req_ids={list(req_ids)[:4]}{'...' if batch > 4 else ''}, params[0]: {params_text(params[0])})")
+        out = _noting(called, sampler.sample, logits, req_ids, params, prev_tokens)
         ok = (isinstance(out, torch.Tensor) and out.dtype == torch.long and tuple(out.shape) == (batch,)
               and out.device.type == logits.device.type)
         if not ok:

@@ -159,3 +159,13 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
                 worker.kill()
                 break
     return run
+
+
+def grade_in_process(problem, impl, ids, device: str = "cpu", lang: str = "en") -> dict:
+    """Run checks in this process (no time limit): {check id: Result}. For the self-tests and notebooks."""
+    from course.worker import run
+
+    events = []
+    run(problem.name, str(impl), device, lang, list(ids), events.append)
+    ends = [e for e in events if e["event"] == "end"]
+    return {e["id"]: _result(e, 0.0) for e in ends if e["id"] != "__import__" or e["status"] != "pass"}

@@ -24,6 +24,7 @@ def captured_output(box: dict):
     """Send fds 1 and 2 to a temp file for the duration; box gets out_lines, out_bytes, out_text."""
     sys.stdout.flush()
     sys.stderr.flush()
+    streams = sys.stdout, sys.stderr
     saved = os.dup(1), os.dup(2)
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 1)
@@ -31,7 +32,7 @@ def captured_output(box: dict):
         try:
             yield box
         finally:
-            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+            sys.stdout, sys.stderr = streams
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):
                     stream.flush()
@@ -82,7 +83,8 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
     else:
         text = pick(lang, f"检查过程中出现 {kind}: {message}（多半是返回值类型不对；-v 看完整 traceback）",
                     f"the check hit {kind}: {message} (most likely a return value of the wrong type; -v shows the traceback)")
-    return {"status": "error", "lines": [text], "where": where}
+    notes = [n for n in getattr(exc, "__notes__", []) if isinstance(n, str)]
+    return {"status": "error", "lines": [text, *notes[-1:]], "where": where}
 
 
 def run(problem_name: str, impl: str, device: str, lang: str, ids: list, emit) -> None:

@@ -1,0 +1,108 @@
+"""Known-buggy variants ("mutants") of the reference samplers, written as text patches, and the check
+each one must fail. A patch that no longer applies makes the self-test fail loudly."""
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    aimed_at: str          # the check id that must catch it
+    patches: tuple         # ((old, new), ...) applied to the solution's text; each old must occur once
+    bug: str               # what a learner would have done
+
+
+SAMPLE_DRAW = "            tokens[i] = torch.multinomial(probs, 1, generator=generator)[0]          # scalar\n"
+
+P08 = [
+    Mutant("penalty_twice", "E1.penalty", ((
+        "    seen = torch.unique(torch.as_tensor(prev_tokens, dtype=torch.long, device=logits.device))  # [n] distinct\n"
+        "    values = out[seen]                                                          # [n]\n"
+        "    out[seen] = torch.where(values > 0, values / penalty, values * penalty)    # [n]\n",
+        "    for t in prev_tokens:\n"
+        "        out[t] = out[t] / penalty if out[t] > 0 else out[t] * penalty\n"),), "penalises a repeated token once per occurrence"),
+    Mutant("divide_negatives", "E1.penalty", (("torch.where(values > 0, values / penalty, values * penalty)",
+                                               "values / penalty"),), "divides negative logits too"),
+    Mutant("penalty_in_place", "I2", (("    out = logits.clone()                                                        # [V], never the caller's",
+                                       "    out = logits"),), "edits the caller's logits in place"),
+    Mutant("top_k_in_place", "I2", (('return logits.masked_fill(logits < kth_value, float("-inf"))',
+                                     'return logits.masked_fill_(logits < kth_value, float("-inf"))'),), "masks top-k in place"),
+    Mutant("drop_crossing_token", "E2.top_p", (("mass_before = torch.cumsum(probs, dim=-1) - probs",
+                                                "mass_before = torch.cumsum(probs, dim=-1)"),
+                                               ("remove_sorted = mass_before >= top_p", "remove_sorted = mass_before > top_p")),
+           "removes the token that crosses top_p (cumsum > top_p)"),
+    Mutant("empty_keep_set", "I4", (("mass_before = torch.cumsum(probs, dim=-1) - probs",
+                                     "mass_before = torch.cumsum(probs, dim=-1)"),
+                                    ("    remove_sorted[0] = False                                                    # at least one token\n", "")),
+           "can remove every token (tiny top_p -> NaN)"),
+    Mutant("top_p_no_order_mapping", "E2.top_p", (("remove = torch.empty_like(remove_sorted).scatter_(0, order, remove_sorted)",
+                                                   "remove = remove_sorted"),), "forgets to map the sorted decision back"),
+    Mutant("top_k_minus_one_only", "E2.top_k", (("if not 0 < top_k < vocab:", "if top_k == -1:"),), "treats only -1 as off"),
+    Mutant("top_k_at_least_V", "E2.top_k", (("if not 0 < top_k < vocab:", "if top_k <= 0:"),), "crashes for top_k > V"),
+    Mutant("top_k_off_by_one", "E2.top_k", (("torch.topk(logits, top_k).values[-1]", "torch.topk(logits, min(top_k + 1, vocab)).values[-1]"),),
+           "keeps k + 1 tokens"),
+    Mutant("greedy_before_penalty", "E1.greedy", (("tokens[i] = torch.argmax(row)", "tokens[i] = torch.argmax(logits[i])"),),
+           "greedy rows skip the penalty"),
+    Mutant("divide_before_greedy", "I3", ((
+        "            if p.temperature < GREEDY_TEMPERATURE:                                   # step 2: greedy\n",
+        "            row = row / p.temperature\n            if p.temperature < GREEDY_TEMPERATURE:\n"),
+        ("            row = row / p.temperature                                                # step 3: [V]\n", "")),
+        "divides by the temperature before the greedy test"),
+    Mutant("one_generator_for_batch", "I1", (("generator = self._generator(req_id, p, logits.device)",
+                                              "generator = self._generator(req_ids[0], params[0], logits.device)"),),
+           "one generator (the first row's) for the whole batch"),
+    Mutant("generator_per_seed", "I1", (("        if req_id not in self._seeded:\n"
+                                         "            self._seeded[req_id] = torch.Generator(device=device).manual_seed(params.seed)\n"
+                                         "        return self._seeded[req_id]\n",
+                                         "        if params.seed not in self._seeded:\n"
+                                         "            self._seeded[params.seed] = torch.Generator(device=device).manual_seed(params.seed)\n"
+                                         "        return self._seeded[params.seed]\n"),), "shares a generator between requests with the same seed"),
+    Mutant("global_rng", "I5", (("torch.multinomial(probs, 1, generator=generator)", "torch.multinomial(probs, 1)"),),
+           "draws from torch's global RNG"),
+    Mutant("new_generator_every_step", "I5", (("        if req_id not in self._seeded:\n", "        if True:\n"),),
+           "re-creates (re-seeds) the generator at every step"),
+    Mutant("free_keeps_generator", "I5", (("        self._seeded.pop(req_id, None)", "        pass"),), "free() keeps the generator"),
+    Mutant("generators_shared_by_samplers", "I5", (("class Sampler:\n", "_ALL = {}\n\n\nclass Sampler:\n"),
+                                                    ("        self._seeded = {}", "        self._seeded = _ALL")),
+           "keeps the generators in a module-level dict"),
+    Mutant("unseeded_reseeded_every_step", "I6", (("            if device not in self._shared:\n", "            if True:\n"),),
+           "unseeded requests get a fresh generator at every step"),
+    Mutant("one_multinomial_over_batch", "I1", (
+        ("        tokens = torch.empty(len(req_ids), dtype=torch.long, device=logits.device)  # [B]\n",
+         "        tokens = torch.empty(len(req_ids), dtype=torch.long, device=logits.device)  # [B]\n"
+         "        rows = torch.zeros(len(req_ids), logits.shape[1], device=logits.device)\n"),
+        ("            tokens[i] = torch.argmax(row)\n", "            rows[i, torch.argmax(row)] = 1.0\n"),
+        ("            generator = self._generator(req_id, p, logits.device)\n" + SAMPLE_DRAW,
+         "            rows[i] = probs\n"),
+        ("        return tokens\n",
+         "        g = self._generator(req_ids[0], params[0], logits.device)\n"
+         "        return torch.multinomial(rows, 1, generator=g)[:, 0]\n")), "one multinomial over the whole [B, V]"),
+    Mutant("float_output", "S6", (("tokens = torch.empty(len(req_ids), dtype=torch.long", "tokens = torch.empty(len(req_ids), dtype=torch.float32"),),
+           "returns float tokens"),
+    Mutant("column_output", "S6", (("        return tokens\n", "        return tokens[:, None]\n"),), "returns [B, 1]"),
+    Mutant("rows_sorted_by_id", "S6", (("        return tokens\n",
+                                        "        return tokens[sorted(range(len(req_ids)), key=lambda i: str(req_ids[i]))]\n"),),
+           "returns rows sorted by request id"),
+    Mutant("low_precision_math", "S0", (("row = logits[i].float()", "row = logits[i].clone()"),), "computes in bf16/fp16"),
+    Mutant("top_p_before_top_k", "S1-5", ((
+        "            row = apply_top_k(row, p.top_k)                                          # step 4: [V]\n"
+        "            row = apply_top_p(row, p.top_p)                                          # step 5: [V]\n",
+        "            row = apply_top_p(row, p.top_p)\n            row = apply_top_k(row, p.top_k)\n"),), "top-p before top-k"),
+    Mutant("temperature_after_filters", "S1-5", (
+        ("            row = row / p.temperature                                                # step 3: [V]\n", ""),
+        ("            probs = torch.softmax(row, dim=-1)                                       # step 6: [V]\n",
+         "            probs = torch.softmax(row / p.temperature, dim=-1)\n")), "tempers after the filters"),
+    Mutant("penalty_after_top_k", "S1-5", (
+        ("            row = apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)  # step 1: [V]\n", ""),
+        ("            row = apply_top_k(row, p.top_k)                                          # step 4: [V]\n",
+         "            row = apply_top_k(row, p.top_k)\n"
+         "            row = apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)\n"),
+        ("                tokens[i] = torch.argmax(row)\n",
+         "                tokens[i] = torch.argmax(apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty))\n")),
+        "penalises after top-k"),
+    Mutant("temperature_ignored", "E2.temperature", (("            row = row / p.temperature                                                # step 3: [V]\n", ""),),
+           "forgets the temperature"),
+    Mutant("temperature_multiplied", "E2.temperature", (("row = row / p.temperature", "row = row * p.temperature"),),
+           "multiplies by the temperature"),
+    Mutant("history_ignored", "E1.greedy", (("apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)",
+                                             "apply_repetition_penalty(row, [], p.repetition_penalty)"),), "sample() ignores prev_tokens"),
+]

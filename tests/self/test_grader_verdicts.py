@@ -1,0 +1,48 @@
+"""The grader is right: the reference passes every check, the stub fails every one as 'not implemented',
+and every known mutant fails the check aimed at it."""
+import pytest
+import torch
+
+from course import problems
+from tests.self import mutants
+from tests.self.helpers import check_ids, mutate, run
+
+PROBLEMS = [name for name, p in problems.problems().items() if p.path("solution").exists()]
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_reference_passes_every_check(problem, device):
+    results = run(problem, problems.get(problem).path("solution"), check_ids(problem), device)
+    failed = {cid: r.lines for cid, r in results.items() if not r.passed}
+    assert len(results) == len(check_ids(problem)) and not failed, f"the reference fails: {failed}"
+
+
+@pytest.mark.parametrize("problem", list(problems.problems()))
+def test_stub_fails_every_check_as_not_implemented(problem):
+    stub = problems.get(problem).path("stub")
+    if not stub.exists():
+        pytest.skip(f"{problem} has no stub yet")
+    results = run(problem, stub, check_ids(problem))
+    wrong = {cid: (r.status, r.lines) for cid, r in results.items() if r.status != "todo"}
+    assert len(results) == len(check_ids(problem)) and not wrong, f"stub checks not reported as not implemented: {wrong}"
+    assert all("not implemented yet" in r.lines[0] for r in results.values())
+
+
+ALL_MUTANTS = [("p08", m) for m in mutants.P08] + [("p08-fast", m) for m in getattr(mutants, "P08_FAST", [])]
+
+
+@pytest.mark.parametrize("problem,mutant", ALL_MUTANTS, ids=[f"{p}-{m.name}" for p, m in ALL_MUTANTS])
+def test_mutant_fails_the_check_aimed_at_it(problem, mutant, tmp_path):
+    impl = mutate(problem, mutant, tmp_path)
+    result = run(problem, impl, [mutant.aimed_at])[mutant.aimed_at]
+    assert result.status in ("fail", "error"), \
+        f"mutant {mutant.name} ({mutant.bug}): check {mutant.aimed_at} returned {result.status}, expected a failure"
+    assert result.lines and all(line.strip() for line in result.lines)
+
+
+def test_there_are_enough_mutants_and_each_targets_a_real_check():
+    assert len(mutants.P08) >= 15
+    for problem, mutant in ALL_MUTANTS:
+        assert mutant.aimed_at in check_ids(problem), mutant.name
