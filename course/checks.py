@@ -189,6 +189,9 @@ class Ctx:
             raise Fail(f"called {name}({fmt_vec(like)}, ...) -> {describe(out)}",
                        self.t(f"期望：一个形状为 {list(like.shape)} 的浮点张量", f"expected a floating tensor of shape {list(like.shape)}"),
                        where=name)
+        if torch.isnan(out).any():
+            raise Fail(f"called {name}({shown}) -> {fmt_vec(out)}",
+                       self.t("结果里有 NaN", "the result holds NaN"), where=name)
         return out
 
     def sample(self, sampler, logits, req_ids, params, prev_tokens) -> list:

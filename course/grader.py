@@ -19,6 +19,7 @@ from course.problems import ROOT
 
 TOTAL_BUDGET_S = 240.0      # the whole run ends within a few minutes, whatever the file does
 SHORT_LIMIT_S = 8.0         # per-check limit once two checks have timed out
+IMPORT_LIMIT_S = 15.0       # importing the learner's file (at least this, whatever the per-check limit)
 
 
 @dataclass
@@ -125,6 +126,8 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
             wait = min(limit if timeouts < 2 else SHORT_LIMIT_S, max(budget_left, 0.1))
             if current is None:
                 wait = max(wait, 60.0)   # starting python + torch is not the learner's time
+            elif current == "__import__":
+                wait = max(wait, IMPORT_LIMIT_S)
             event = worker.next_event(wait)
             if event is None or event.get("event") == "eof":
                 why = worker.kill()

@@ -1,0 +1,15 @@
+"""Hostile: sample() never returns."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _reference import ref  # noqa: E402
+
+SamplingParams, apply_repetition_penalty, apply_top_k, apply_top_p = (
+    ref.SamplingParams, ref.apply_repetition_penalty, ref.apply_top_k, ref.apply_top_p)
+
+
+class Sampler(ref.Sampler):
+    def sample(self, logits, req_ids, params, prev_tokens):
+        while True:
+            pass

@@ -1,0 +1,3 @@
+"""Hostile: importing the file never finishes."""
+while True:
+    pass

@@ -1,0 +1,18 @@
+"""Hostile but correct: prints thousands of lines, from Python and from C (os.write)."""
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _reference import ref  # noqa: E402
+
+SamplingParams, apply_repetition_penalty, apply_top_k, apply_top_p = (
+    ref.SamplingParams, ref.apply_repetition_penalty, ref.apply_top_k, ref.apply_top_p)
+print("LEARNER-NOISE at import")
+
+
+class Sampler(ref.Sampler):
+    def sample(self, logits, req_ids, params, prev_tokens):
+        print("LEARNER-NOISE " * 20)
+        os.write(2, b"LEARNER-NOISE-FD2\n")
+        return super().sample(logits, req_ids, params, prev_tokens)

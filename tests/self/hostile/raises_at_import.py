@@ -1,0 +1,4 @@
+"""Hostile: raises while importing."""
+import torch
+
+WEIGHTS = torch.load("/nonexistent/weights.pt")

@@ -1,0 +1,96 @@
+"""check.sh end to end: the stub and the reference in both languages, hostile learner files, usage errors."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course.problems import ROOT
+
+HOSTILE = Path(__file__).parent / "hostile"
+
+
+def check_sh(*args, state=None, timeout=300):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    if state:
+        env["COURSE_STATE"] = str(state)
+    proc = subprocess.run([sys.executable, "-m", "course.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("lang,word,summary", [("zh", "尚未实现", "0/16 项检查通过"), ("en", "not implemented yet", "0/16 checks passed")])
+def test_stub_is_graded_cleanly_in_both_languages(lang, word, summary, tmp_path):
+    code, out, err = check_sh("p08", "--lang", lang, state=tmp_path / "s.json")
+    assert code == 1, (out, err)
+    assert out.count(word) == 16 and summary in out and "Traceback" not in out + err
+    assert "solutions/p08_sampler.py" not in out          # the reference is pointed to only after a full pass
+    assert '"passed": 0' in (tmp_path / "s.json").read_text()
+
+
+def test_reference_passes_and_points_to_the_next_step(tmp_path):
+    code, out, _ = check_sh("p08", "--solution", "--lang", "en", state=tmp_path / "s.json")
+    assert code == 0, out
+    assert "16/16 checks passed" in out and "p08-fast" in out and "✗" not in out
+
+
+def test_a_file_that_hangs_times_out_per_check_and_the_run_ends():
+    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "hangs.py"), "--lang", "en", "--timeout", "4",
+                            "--only", "E1.penalty,E1.greedy,I3,S6")
+    assert code == 1
+    assert out.count("timed out") == 3 and "✓ E1 repetition penalty" in out and "1/4 checks passed" in out
+
+
+def test_a_file_that_hangs_at_import_is_one_clear_block():
+    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "hangs_at_import.py"), "--lang", "en", "--timeout", "2")
+    assert code == 1 and "did not finish" in out and "0/16 checks passed" in out
+
+
+@pytest.mark.parametrize("name,expected", [("syntax_error.py", "SyntaxError"), ("raises_at_import.py", "FileNotFoundError")])
+def test_a_file_that_fails_at_import_gets_one_block_with_file_and_line(name, expected):
+    code, out, err = check_sh("p08", "--impl", str(HOSTILE / name), "--lang", "en")
+    assert code == 1 and expected in out and f"{name}:" in out and "Traceback" not in out + err
+    assert out.count("✗") == 1
+
+
+def test_a_missing_function_is_named():
+    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "missing_function.py"), "--lang", "en", "--only", "E2.top_p,E2.top_k")
+    assert code == 1 and "MISSING FUNCTION apply_top_p in tests/self/hostile/missing_function.py" in out
+    assert "✓ E2 top-k" in out
+
+
+def test_learner_output_is_captured_and_shown_only_with_v():
+    args = ("p08", "--impl", str(HOSTILE / "prints_a_lot.py"), "--lang", "en", "--only", "E1.greedy,I1")
+    code, out, err = check_sh(*args)
+    assert code == 0 and "LEARNER-NOISE" not in out + err and "2/2 checks passed" in out
+    code, out, _ = check_sh(*args, "-v")
+    assert "LEARNER-NOISE" in out
+
+
+def test_wrong_return_types_are_reported_per_check():
+    code, out, err = check_sh("p08", "--impl", str(HOSTILE / "wrong_returns.py"), "--lang", "en")
+    assert code == 1 and "0/16 checks passed" in out and "Traceback" not in out + err
+    assert "expected a floating tensor of shape [4]" in out and "expected a LongTensor of shape" in out
+
+
+def test_a_file_that_exits_is_reported_and_later_checks_still_run():
+    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "exits.py"), "--lang", "en", "--only", "I3,S6,E1.greedy")
+    assert code == 1
+    assert "the process died during this check (exit code 7" in out and "called sys.exit(3)" in out
+    assert "✓ E1 the penalty" in out
+
+
+def test_global_state_edits_neither_fail_a_correct_file_nor_pass_a_wrong_one():
+    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "edits_global_state.py"), "--lang", "en")
+    assert code == 0, out
+    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "global_rng_reseeded.py"), "--lang", "en", "--only", "I1,I5")
+    assert code == 1 and "✗ I1" in out and "✗ I5" in out
+
+
+@pytest.mark.parametrize("args,message", [(("p99",), "unknown problem 'p99'"), (("p08", "--bogus"), "unrecognized arguments"),
+                                          (("p08", "--hint", "7"), "--hint takes 1, 2 or 3"),
+                                          (("p08", "--impl", "nope.py"), "no such file")])
+def test_usage_errors_are_one_line(args, message):
+    code, out, err = check_sh(*args)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and not out
