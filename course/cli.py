@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -123,6 +124,7 @@ def list_problems(lang: str) -> int:
 
 
 def main(argv=None) -> int:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)      # `./check.sh p08 --hint 1 | head` ends quietly
     argv = list(sys.argv[1:] if argv is None else argv)
     lang = "en" if "--lang" in argv and argv[argv.index("--lang") + 1:][:1] == ["en"] else "zh"
     try:

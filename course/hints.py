@@ -51,19 +51,22 @@ def anchors(problem: str, level: int, lang: str) -> set:
 
 
 def render_terminal(markdown: str, color: bool = False) -> str:
-    """Markdown made readable in a terminal: anchors dropped, headings emphasised, fences kept plain."""
-    out = []
+    """Markdown made readable in a terminal: anchors dropped, headings emphasised, code indented."""
+    out, in_code = [], False
     for line in markdown.splitlines():
         line = ANCHOR.sub("", line)
         if line.startswith("```"):
+            in_code = not in_code
             continue
-        if line.startswith("#"):
+        if in_code:
+            out.append("    " + line)
+        elif line.startswith("#"):
             text = line.lstrip("#").strip()
             out.append(f"\033[1m{text}\033[0m" if color else text)
             if not line.startswith("###"):
                 out.append("─" * min(60, max(8, len(text) * 2)))
-            continue
-        out.append(line.replace("**", "") if not color else re.sub(r"\*\*(.+?)\*\*", "\033[1m\\1\033[0m", line))
+        else:
+            out.append(re.sub(r"\*\*(.+?)\*\*", "\033[1m\\1\033[0m" if color else "\\1", line))
     return "\n".join(out).strip() + "\n"
 
 

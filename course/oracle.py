@@ -53,15 +53,25 @@ def top_p_filter(values, top_p) -> list:
     return out
 
 
-def top_p_margin(values, top_p) -> float:
-    """How far the nearest 'mass before' lies from top_p (tests keep away from exact ties)."""
+def cut_is_clear(values, top_k, top_p, margin=1e-4) -> bool:
+    """True when two correct fp32 samplers must agree on the kept set of these (tempered) values: no tie
+    straddles the top-k or top-p cut, and no 'mass before' lies within `margin` of top_p."""
+    ranked = sorted(values, reverse=True)
+    if 0 < top_k < len(values) and ranked[top_k - 1] == ranked[top_k] != NEG_INF:
+        return False
+    values = top_k_filter(values, top_k)
     if not 0 < top_p < 1:
-        return math.inf
-    probs, before, margin = softmax(values), 0.0, math.inf
-    for i in descending_order(values):
-        margin = min(margin, abs(before - top_p))
+        return True
+    probs = softmax(values)
+    order = descending_order(values)
+    before = 0.0
+    for rank, i in enumerate(order):
+        if abs(before - top_p) < margin:
+            return False
+        if rank > 0 and before >= top_p:                       # first removed token: tied with the last kept?
+            return values[i] != values[order[rank - 1]]
         before += probs[i]
-    return margin
+    return True
 
 
 def filtered_probs(row, temperature=1.0, top_k=-1, top_p=1.0, repetition_penalty=1.0, prev_tokens=()) -> list:
@@ -100,3 +110,14 @@ def sigma_violations(counts, probs, draws: int, sigmas: float = 6.0) -> list:
         if abs(observed - p) > allowed:
             out.append((token, observed, p, allowed))
     return out
+
+
+def reference_probs(ref, row, params, prev_tokens=()):
+    """The distribution the reference module `ref` (solutions/p08_sampler.py) draws row [V] from, fp32."""
+    import torch
+
+    values = ref.apply_repetition_penalty(row.float(), list(prev_tokens), params.repetition_penalty)  # [V]
+    if params.temperature < GREEDY_TEMPERATURE:
+        return torch.nn.functional.one_hot(values.argmax(), values.shape[-1]).float()                 # [V]
+    values = ref.apply_top_p(ref.apply_top_k(values / params.temperature, params.top_k), params.top_p)
+    return torch.softmax(values, dim=-1)                                                               # [V]

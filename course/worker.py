@@ -121,12 +121,13 @@ def run(problem_name: str, impl: str, device: str, lang: str, ids: list, emit) -
     for check_id in ids:
         check = by_id[check_id]
         emit({"event": "start", "id": check_id})
-        state.restore()
         ctx = Ctx(problem=problem, impl_path=str(impl_path), device=device, lang=lang)
         box = {}
         result = {"status": "pass"}
         with captured_output(box):
             try:
+                ctx._impl = load_module(impl_path)   # a fresh copy: no state carried over from other checks
+                state.restore()                      # and whatever its import changed in torch is undone
                 check.fn(ctx)
             except BaseException as exc:  # noqa: BLE001
                 result = classify(exc, impl_path, lang)

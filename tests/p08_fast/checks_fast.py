@@ -1,0 +1,174 @@
+"""Acceptance checks F1-F5 of the follow-up p08-fast: the vectorized FastSampler against the reference,
+the seed write-up's three bugs, and speed measured as a ratio in the same run."""
+import math
+import random
+
+import torch
+
+from course import oracle, problems
+from course.checks import Fail, check, fmt_set, fmt_vec, params_text
+from course.loader import load_solution
+
+FAST = ("p08-fast",)
+PROBS = [0.5, 0.25, 0.15, 0.1]
+
+
+def zipf_logits(g, batch, vocab, alpha=1.1):
+    """LLM-like rows: log-probabilities of a Zipf law over a random permutation of the vocabulary. [B, V]"""
+    ranks = torch.arange(1, vocab + 1, dtype=torch.float32)
+    rows = [(-alpha * ranks.log())[torch.randperm(vocab, generator=g)] for _ in range(batch)]
+    return torch.stack(rows)
+
+
+def random_params(ctx, rng, vocab):
+    return ctx.params(temperature=rng.choice([0.0, 0.6, 1.0, 1.4]), top_k=rng.choice([-1, -1, 1, 5, 40, 200, vocab + 3]),
+                      top_p=rng.choice([1.0, 0.9, 0.5, 0.97]), repetition_penalty=rng.choice([1.0, 1.0, 1.3]),
+                      seed=rng.choice([None, rng.randrange(10_000)]))
+
+
+def heterogeneous_batch(ctx, seed, batch, vocab, dtype=torch.float32):
+    """Random logits (peaked and flat rows), params and histories, kept away from top-p ties."""
+    rng, g = random.Random(seed), torch.Generator().manual_seed(seed)
+    peaked = zipf_logits(g, batch, vocab)
+    flat = torch.randn(batch, vocab, generator=g) * 0.3
+    logits = torch.where(torch.rand(batch, 1, generator=g) < 0.5, peaked, flat).to(dtype)     # [B, V]
+    params, prev, i = [], [], 0
+    while len(params) < batch:
+        p = random_params(ctx, rng, vocab)
+        history = [rng.randrange(vocab) for _ in range(rng.choice([0, 3, 20]))]
+        values = oracle.penalize(logits[i].float().tolist(), history, p.repetition_penalty)
+        if p.temperature > 0 and not oracle.cut_is_clear([v / p.temperature for v in values], p.top_k, p.top_p):
+            continue                                           # a tie or a near-tie at the cut: either answer is right
+        params.append(p)
+        prev.append(history)
+        i += 1
+    return logits, params, prev
+
+
+def fast_probs(ctx, sampler, logits, params, prev):
+    out = sampler.filtered_probs(logits, params, prev)
+    batch, vocab = logits.shape
+    if not isinstance(out, torch.Tensor) or tuple(out.shape) != (batch, vocab) or not out.is_floating_point():
+        raise Fail(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}], ...) -> {type(out).__name__} "
+                   f"{list(out.shape) if isinstance(out, torch.Tensor) else ''}",
+                   ctx.t(f"期望：浮点张量 [{batch}, {vocab}]", f"expected a floating tensor [{batch}, {vocab}]"),
+                   where="FastSampler.filtered_probs")
+    return out.detach().float().cpu()
+
+
+@check("F1", "过滤后的分布与参考解一致（随机异构 batch）", "filtered distribution equals the reference's (random mixed batches)",
+       hint=("p08-fast", 1, "q2"), problems=FAST)
+def f1_filtered_distribution_equals_reference(ctx):
+    ref = load_solution(problems.get("p08"))
+    for seed, batch, vocab, dtype in ((1, 24, 1000, torch.float32), (2, 8, 50257, torch.float32),
+                                      (3, 16, 4096, torch.bfloat16), (4, 4, 151936, torch.float16)):
+        logits, params, prev = heterogeneous_batch(ctx, seed, batch, vocab, dtype)
+        got = fast_probs(ctx, ctx.sampler(), logits.to(ctx.device), params, prev)
+        for i in range(batch):
+            expected = oracle.reference_probs(ref, logits[i], params[i], prev[i])
+            diff = (got[i] - expected).abs().max().item()
+            zeros_differ = ((got[i] == 0) != (expected == 0)).nonzero().flatten().tolist()
+            if diff > 1e-6 or zeros_differ:
+                where = f"token {zeros_differ[0]}: {got[i, zeros_differ[0]].item():.3g} vs {expected[zeros_differ[0]].item():.3g}" \
+                    if zeros_differ else f"max |difference| {diff:.2e}"
+                raise Fail(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(dtype)[6:]}, ...), row {i} "
+                           f"({params_text(params[i])}, {len(prev[i])} history tokens): {where}",
+                           ctx.t(f"参考解保留 {int((expected > 0).sum())} 个 token，你的保留 {int((got[i] > 0).sum())} 个",
+                                 f"the reference keeps {int((expected > 0).sum())} tokens, yours {int((got[i] > 0).sum())}"),
+                           where="FastSampler.filtered_probs")
+
+
+@check("F2", "被删掉的 token 概率恰好为 0（博客 bug 2：clamp_min）", "removed tokens have exactly zero probability (blog bug 2: clamp_min)",
+       hint=("p08-fast", 1, "q4"), problems=FAST)
+def f2_exact_zeros_outside_kept_set(ctx):
+    vocab, g = 50257, torch.Generator().manual_seed(5)
+    rows = torch.randn(3, vocab, generator=g) * 0.5 - 10.0                                    # a long, light tail
+    rows[:, :30] = torch.linspace(2.0, 0.0, 30)                                                # and 30 likely tokens
+    rows = torch.stack([r[torch.randperm(vocab, generator=g)] for r in rows])                  # [3, V]
+    params = [ctx.params(top_k=40, top_p=0.8, seed=1), ctx.params(top_k=40), ctx.params(top_p=0.8, temperature=0.7)]
+    got = fast_probs(ctx, ctx.sampler(), rows.to(ctx.device), params, [[]] * 3)
+    ref = load_solution(problems.get("p08"))
+    for i, p in enumerate(params):
+        expected = oracle.reference_probs(ref, rows[i], p)
+        leak = ((expected == 0) & (got[i] != 0)).nonzero().flatten().tolist()
+        if leak:
+            mass = got[i][expected == 0].sum().item()
+            raise Fail(f"FastSampler.filtered_probs, V=50257, {params_text(p)}: token {leak[0]} is outside the kept set "
+                       f"but has probability {got[i, leak[0]].item():.2g}; {len(leak)} such tokens, {mass:.2g} in all",
+                       ctx.t("被删掉的 token 必须恰好是 0：别用 clamp_min 之类的下限", "removed tokens must be exactly 0: no clamp_min floor"),
+                       where="FastSampler.filtered_probs")
+
+
+@check("F3", "越过 top_p 的 token 要留下（博客 bug 1：cumsum > top_p）", "the token that crosses top_p stays (blog bug 1: cumsum > top_p)",
+       hint=("p08-fast", 1, "q3"), problems=FAST)
+def f3_crossing_token_stays(ctx):
+    row = [math.log(p) for p in PROBS]
+    cases = [(dict(top_p=0.7), [2 / 3, 1 / 3, 0, 0]), (dict(top_k=3, top_p=0.6), [2 / 3, 1 / 3, 0, 0]),
+             (dict(top_p=0.8), [0.5 / 0.9, 0.25 / 0.9, 0.15 / 0.9, 0]), (dict(top_p=1e-9), [1, 0, 0, 0])]
+    params = [ctx.params(**kw) for kw, _ in cases]
+    got = fast_probs(ctx, ctx.sampler(), ctx.tensor([row] * len(cases)), params, [[]] * len(cases))
+    for i, (kw, expected) in enumerate(cases):
+        if (got[i] - torch.tensor(expected)).abs().max() > 1e-5 or got[i].isnan().any():
+            raise Fail(f"FastSampler.filtered_probs(log {PROBS}, {kw}) -> {fmt_vec(got[i])}, expected {fmt_vec(expected)}",
+                       ctx.t(f"保留集合应为 {fmt_set(oracle.kept(expected))}：用“之前的累计质量” cumsum − p 判断",
+                             f"the kept set is {fmt_set(oracle.kept(expected))}: decide on the mass before a token, cumsum - p"),
+                       where="FastSampler.filtered_probs")
+
+
+@check("F4", "逐位批不变：别人的 K、B 不影响你的概率和 token（博客 bug 3）", "bit-for-bit batch invariance: peers' K and B change nothing (blog bug 3)",
+       hint=("p08-fast", 1, "q5"), problems=FAST)
+def f4_bitwise_batch_invariance(ctx):
+    vocab, g, rng = 8192, torch.Generator().manual_seed(6), random.Random(6)
+    P = ctx.params
+    targets = [P(top_k=40, top_p=0.9, seed=1), P(top_p=0.9, seed=2), P(top_k=7, temperature=0.7, seed=3),
+               P(top_p=0.95, repetition_penalty=1.3, seed=4), P(seed=5), P(temperature=0.0, seed=6)]
+    rows = torch.cat([zipf_logits(g, 3, vocab), torch.randn(3, vocab, generator=g) * 0.2])                  # [6, V]
+    histories = [[1, 2, 3]] * len(targets)
+    peer_sets = {"peers with a larger top_k": [P(top_k=500, seed=9)] * 5,
+                 "top-p-only peers on flat rows": [P(top_p=0.99, seed=10 + i) for i in range(5)],
+                 "64 random peers": [random_params(ctx, rng, vocab) for _ in range(64)]}
+    for name, peers in peer_sets.items():
+        peer_rows = torch.randn(len(peers), vocab, generator=g) * rng.choice([0.1, 3.0])
+        for t, (target, row) in enumerate(zip(targets, rows)):
+            alone_sampler, batch_sampler = ctx.sampler(), ctx.sampler()
+            alone = fast_probs(ctx, alone_sampler, row[None].to(ctx.device), [target], [histories[t]])[0]
+            pos = t % (len(peers) + 1)
+            batch_rows = torch.cat([peer_rows[:pos], row[None], peer_rows[pos:]]).to(ctx.device)
+            batch_params = peers[:pos] + [target] + peers[pos:]
+            batch_prev = [[]] * pos + [histories[t]] + [[]] * (len(peers) - pos)
+            mixed = fast_probs(ctx, batch_sampler, batch_rows, batch_params, batch_prev)[pos]
+            if not torch.equal(alone, mixed):
+                diff = (alone - mixed).abs().max().item()
+                raise Fail(f"FastSampler.filtered_probs: row ({params_text(target)}) alone vs at position {pos} among {name}: "
+                           f"max |difference| {diff:.2e}, kept {int((alone > 0).sum())} vs {int((mixed > 0).sum())} tokens",
+                           ctx.t("逐位相同才算批不变：归约的长度、窗口大小都不能取决于同伴", "bit-for-bit or not invariant: no reduction length "
+                                 "or window size may depend on the peers"), where="FastSampler.filtered_probs")
+            ids = [f"p{j}" for j in range(pos)] + ["t"] + [f"p{j}" for j in range(pos, len(peers))]
+            tokens_alone = [ctx.sample(alone_sampler, row[None].to(ctx.device), ["t"], [target], [histories[t]])[0] for _ in range(4)]
+            tokens_mixed = [ctx.sample(batch_sampler, batch_rows, ids, batch_params, batch_prev)[pos] for _ in range(4)]
+            if tokens_alone != tokens_mixed:
+                raise Fail(f"request ({params_text(target)}), V={vocab}: alone -> {tokens_alone}, at position {pos} among {name} -> {tokens_mixed}",
+                           ctx.t("每个带 seed 的行每步消费的随机数不能取决于 K 或 B", "the randomness a seeded row consumes per step must not depend on K or B"),
+                           where="FastSampler.sample")
+
+
+@check("F5", "速度：同一次运行里比参考解的逐行循环快（seed 004 的场景）", "speed: faster than the reference loop, measured in the same run (seed 004's case)",
+       hint=("p08-fast", 1, "q1"), problems=FAST)
+def f5_speed_against_reference_loop(ctx):
+    from course.bench import time_ms
+
+    ref = load_solution(problems.get("p08"))
+    batch, vocab, needed = 64, 50257, 3.0
+    logits = zipf_logits(torch.Generator().manual_seed(7), batch, vocab).to(ctx.device)
+    params = [ctx.params(top_k=40, top_p=0.9, seed=i) for i in range(batch)]
+    ref_params = [ref.SamplingParams(top_k=40, top_p=0.9, seed=i) for i in range(batch)]
+    ids, prev = list(range(batch)), [[] for _ in range(batch)]
+    fast, slow = ctx.sampler(), ref.Sampler()
+    ctx.sample(fast, logits, ids, params, prev)
+    fast_ms = time_ms(lambda: fast.sample(logits, ids, params, prev), repeat=7, device=ctx.device)
+    loop_ms = time_ms(lambda: slow.sample(logits, ids, ref_params, prev), repeat=3, device=ctx.device)
+    if loop_ms / fast_ms < needed:
+        raise Fail(f"B=64, V=50257, top_k=40, top_p=0.9: FastSampler.sample {fast_ms:.2f} ms, reference loop {loop_ms:.2f} ms "
+                   f"-> {loop_ms / fast_ms:.1f}x, expected at least {needed:.0f}x",
+                   ctx.t("还有按行的 Python 循环或全词表排序？在 [B, K] 上做", "still a per-row Python loop or a full-vocab sort? work on [B, K]"),
+                   where="FastSampler.sample")
