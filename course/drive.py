@@ -57,15 +57,15 @@ class Traffic:
 
 
 def mixed(make_sampler, sample, targets, steps, vocab, device, traffic: Traffic, seed: int,
-          dtype=torch.float32, log=None) -> dict:
+          dtype=torch.float32, log=None, warmup: int = 0) -> dict:
     """Run `targets` (list of (req_id, params, row_seed)) together for `steps` steps with peers that join,
-    leave (and are freed), reuse ids, and a batch order shuffled every step. Returns {req_id: tokens}.
-    log, when a list, gets (step, [req_id, ...]) per step."""
+    leave (and are freed), reuse ids, and a batch order shuffled every step; the targets join after
+    `warmup` steps of peers only. Returns {req_id: tokens}. log, when a list, gets (step, [req_id, ...])."""
     rng = random.Random(seed)
     sampler = make_sampler()
     streams = [Stream(r, p, s) for r, p, s in targets]
     peers, next_peer = [], 0
-    for step in range(steps):
+    for step in range(warmup + steps):
         for peer in list(peers):
             if rng.random() < traffic.leave:
                 peers.remove(peer)
@@ -75,9 +75,11 @@ def mixed(make_sampler, sample, targets, steps, vocab, device, traffic: Traffic,
             next_peer += 1
             if any(p.req_id == peers[-1].req_id for p in peers[:-1]):   # ids are reused only after free
                 peers.pop()
-        batch = streams + peers
+        batch = (streams if step >= warmup else []) + peers
         rng.shuffle(batch)
         if log is not None:
             log.append((step, [s.req_id for s in batch]))
+        if not batch:
+            continue
         step_batch(sampler, sample, batch, vocab, device, dtype)
     return {s.req_id: s.tokens for s in streams}

@@ -42,17 +42,19 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
         ("one seeded peer", targets[:1], drive.Traffic(lambda rng: P(seed=11), max_peers=1, join=1.0, leave=0.0), 4),
         ("two requests with the same seed", [targets[4], ("t4b", P(seed=123), 5)], drive.Traffic(lambda rng: P(), 0), 4),
         ("peers that join, leave and change", targets, drive.Traffic(peer_params(ctx)), steps),
+        ("joining a sampler that has served others for 5 steps", targets[:3], drive.Traffic(peer_params(ctx)), 6),
     ]
     for name, group, traffic, n in scenarios:
-        log = []
-        together = drive.mixed(ctx.sampler, sample_fn(ctx), group, n, vocab, ctx.device, traffic, seed=8, log=log)
+        log, warmup = [], 5 if name.startswith("joining") else 0
+        together = drive.mixed(ctx.sampler, sample_fn(ctx), group, n, vocab, ctx.device, traffic, seed=8, log=log,
+                               warmup=warmup)
         for req_id, params, row_seed in group:
             alone = drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, n, vocab, ctx.device)
             if together[req_id] != alone:
                 step = next(i for i, (a, b) in enumerate(zip(alone, together[req_id])) if a != b)
                 raise Fail(f"request {req_id!r} ({params_text(params)}), scenario '{name}': alone -> {alone}",
                            f"in shuffled batches -> {together[req_id]}; first difference at step {step}, "
-                           f"batch {log[step][1]}",
+                           f"batch {log[warmup + step][1]}",
                            ctx.t("带 seed 的请求只能消费它自己的 generator：不能整批共用一个、不能按 seed 共用、不能对 [B, V] 调一次 multinomial",
                                  "a seeded request may only draw from its own generator: not one for the batch, not one per seed, "
                                  "not one multinomial over [B, V]"),
@@ -179,9 +181,18 @@ def i5_stream_continuity_and_reset(ctx):
         raise Fail(f"8 draws, free('q'), 8 draws again with seed=21 -> {replay}, expected the first 8 again {first}",
                    ctx.t("free 之后要删除 generator，同名请求重新开始", "free must drop the generator so the id starts afresh"),
                    where=f"{ctx.sampler_name}.free")
+    other_id = draws(ctx.sampler(), "another-id", 21, 8)
+    if other_id != first:
+        raise Fail(f"request 'another-id' with seed=21 -> {other_id}, expected the same stream as 'q' with seed=21 {first}",
+                   ctx.t("随机流只由 seed 决定，与 req_id 无关", "the stream is decided by the seed alone, not by the req_id"),
+                   where=method)
     sampler.free("q")
     other_seed = draws(sampler, "q", 22, 8)
     expected = draws(ctx.sampler(), "q", 22, 8)
+    if other_seed == first:
+        raise Fail(f"'q' with seed=22 -> {other_seed}, the very stream of seed=21",
+                   ctx.t("不同的 seed 要给出不同的随机流：generator 用 manual_seed(seed) 初始化", "different seeds must give different "
+                         "streams: initialise the generator with manual_seed(seed)"), where=method)
     if other_seed != expected:
         raise Fail(f"free('q'), then 'q' reused with seed=22 -> {other_seed}, expected a fresh seed-22 stream {expected}",
                    where=f"{ctx.sampler_name}.free")

@@ -105,4 +105,14 @@ P08 = [
            "multiplies by the temperature"),
     Mutant("history_ignored", "E1.greedy", (("apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)",
                                              "apply_repetition_penalty(row, [], p.repetition_penalty)"),), "sample() ignores prev_tokens"),
+    Mutant("seeded_by_request_id", "I5", (("self._seeded[req_id] = torch.Generator(device=device).manual_seed(params.seed)",
+                                           "self._seeded[req_id] = torch.Generator(device=device).manual_seed(sum(map(ord, str(req_id))))"),),
+           "seeds the generator from the req_id, not from params.seed"),
+    Mutant("reseeded_with_call_count", "I5", (
+        ("        validate_sample_inputs(logits, req_ids, params, prev_tokens)\n",
+         "        validate_sample_inputs(logits, req_ids, params, prev_tokens)\n        self.calls = getattr(self, 'calls', 0) + 1\n"),
+        ("            generator = self._generator(req_id, p, logits.device)\n",
+         "            generator = self._generator(req_id, p, logits.device)\n"
+         "            generator.manual_seed(p.seed + self.calls) if p.seed is not None else None\n")),
+        "re-seeds with seed + the number of sample() calls"),
 ]
