@@ -112,12 +112,14 @@ def sigma_violations(counts, probs, draws: int, sigmas: float = 6.0) -> list:
     return out
 
 
-def reference_probs(ref, row, params, prev_tokens=()):
-    """The distribution the reference module `ref` (solutions/p08_sampler.py) draws row [V] from, fp32."""
+def reference_probs(ref, row, params, prev_tokens=(), dtype=None):
+    """The distribution the reference module `ref` (solutions/p08_sampler.py) draws row [V] from, computed
+    in fp32 like the reference (or in `dtype`, e.g. torch.float64 for a more exact answer)."""
     import torch
 
-    values = ref.apply_repetition_penalty(row.float(), list(prev_tokens), params.repetition_penalty)  # [V]
+    values = row.to(dtype or torch.float32)                                                           # [V]
+    values = ref.apply_repetition_penalty(values, list(prev_tokens), params.repetition_penalty)       # [V]
     if params.temperature < GREEDY_TEMPERATURE:
-        return torch.nn.functional.one_hot(values.argmax(), values.shape[-1]).float()                 # [V]
+        return torch.nn.functional.one_hot(values.argmax(), values.shape[-1]).to(values.dtype)        # [V]
     values = ref.apply_top_p(ref.apply_top_k(values / params.temperature, params.top_k), params.top_p)
     return torch.softmax(values, dim=-1)                                                               # [V]

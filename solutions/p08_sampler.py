@@ -37,7 +37,7 @@ def apply_top_p(logits, top_p):
     """Keep the smallest prefix (by descending probability) whose mass reaches top_p; the first always stays."""
     if not 0 < top_p < 1:
         return logits.clone()                                                   # off: top_p == 1
-    sorted_logits, order = torch.sort(logits, descending=True)                  # [V], [V]
+    sorted_logits, order = torch.sort(logits, descending=True, stable=True)     # [V], [V] ties: lower id first
     probs = torch.softmax(sorted_logits, dim=-1)                                # [V]
     mass_before = torch.cumsum(probs, dim=-1) - probs                           # [V] mass strictly before
     remove_sorted = mass_before >= top_p                                        # [V] the crossing token stays

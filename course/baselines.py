@@ -1,0 +1,172 @@
+"""Comparison samplers for the p08 benchmark and the fast-path notebook.
+
+Each has the Sampler API `sample(logits, req_ids, params, prev_tokens) -> LongTensor [B]`:
+
+- `FullSortSampler`: the vectorized full-vocab-sort way serving engines ship today (the "before" of seed 004).
+- `BlogSampler`: seed 004's sorted-top-k way, re-written here with its three bugs kept on purpose.
+- `logits_floor(logits)`: one read of the logits, the cost every sampler pays at least.
+- `reference_sampler()` / `fast_sampler()`: the solutions' Sampler and FastSampler, loaded by file path
+  (solutions/ is not a package).
+"""
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams  # noqa: F401  (re-exported)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+__all__ = ["FullSortSampler", "BlogSampler", "logits_floor", "load_module", "reference_sampler",
+           "fast_sampler"]
+
+
+def load_module(path, name=None):
+    """Import a Python file by path (solutions/ and mine/ are not packages); cached per path."""
+    path = Path(path).resolve()
+    name = name or f"_course_{path.parent.name}_{path.stem}"
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def reference_sampler():
+    """A fresh solutions/p08_sampler.Sampler: the readable per-row loop."""
+    return load_module(ROOT / "solutions" / "p08_sampler.py").Sampler()
+
+
+def fast_sampler():
+    """A fresh solutions/p08_sampler_fast.FastSampler: the vectorized fast path."""
+    return load_module(ROOT / "solutions" / "p08_sampler_fast.py").FastSampler()
+
+
+def logits_floor(logits):
+    """One read of the logits (`logits.max(-1)`): no sampler can be cheaper than looking at every logit once."""
+    return logits.max(-1)
+
+
+def _penalized(logits, params, prev_tokens):
+    """fp32 copy [B, V] with the repetition penalty applied at each row's distinct prev ids (vectorized)."""
+    x = logits.float().clone()                                                   # [B, V]
+    rows, ids, pens = [], [], []
+    for i, (p, prev) in enumerate(zip(params, prev_tokens)):
+        if p.repetition_penalty != 1.0 and len(prev) > 0:
+            seen = sorted(set(prev.tolist() if isinstance(prev, torch.Tensor) else prev))
+            rows += [i] * len(seen)
+            ids += seen
+            pens += [p.repetition_penalty] * len(seen)
+    if rows:
+        rows, ids = torch.tensor(rows, device=x.device), torch.tensor(ids, device=x.device)
+        pens = torch.tensor(pens, dtype=torch.float32, device=x.device)
+        values = x[rows, ids]
+        x[rows, ids] = torch.where(values > 0, values / pens, values * pens)
+    return x
+
+
+class FullSortSampler:
+    """The full-vocab-sort way: sort [B, V], mask top-k by rank and top-p by mass_before, scatter back, draw."""
+
+    def __init__(self):
+        self._seeded = {}   # req_id -> torch.Generator
+        self._shared = {}   # device -> torch.Generator for the unseeded rows
+
+    def filtered_probs(self, logits, params, prev_tokens):
+        """[B, V] float32: softmax of each row after temperature, top-k (by rank) and top-p, in vocab order."""
+        x = _penalized(logits, params, prev_tokens)                              # [B, V]
+        batch, vocab = x.shape
+        dev = x.device
+        temp = torch.tensor([[max(p.temperature, GREEDY_TEMPERATURE)] for p in params], device=dev)  # [B, 1]
+        top_k = torch.tensor([[p.top_k if 0 < p.top_k < vocab else vocab] for p in params], device=dev)
+        top_p = torch.tensor([[p.top_p if 0 < p.top_p < 1 else 2.0] for p in params], device=dev)   # 2 = off
+        sorted_z, order = torch.sort(x / temp, dim=-1, descending=True)          # [B, V] the full sort
+        rank = torch.arange(vocab, device=dev)                                   # [V]
+        sorted_z = sorted_z.masked_fill(rank >= top_k, float("-inf"))            # top-k by rank
+        probs = torch.softmax(sorted_z, dim=-1)                                  # [B, V]
+        remove = (torch.cumsum(probs, dim=-1) - probs) >= top_p                  # top-p by mass_before
+        remove[:, 0] = False
+        sorted_z = sorted_z.masked_fill(remove, float("-inf"))
+        filtered = torch.empty_like(sorted_z).scatter_(1, order, sorted_z)       # [B, V] back to vocab order
+        probs = torch.softmax(filtered, dim=-1)                                  # [B, V]
+        greedy = [i for i, p in enumerate(params) if p.temperature < GREEDY_TEMPERATURE]
+        if greedy:
+            onehot = torch.zeros(len(greedy), vocab, device=dev)
+            probs[greedy] = onehot.scatter_(1, x[greedy].argmax(-1, keepdim=True), 1.0)
+        return probs
+
+    def sample(self, logits, req_ids, params, prev_tokens):
+        """logits [B, V] -> LongTensor [B]; seeded rows one by one with their own generator."""
+        probs = self.filtered_probs(logits, params, prev_tokens)                 # [B, V]
+        dev = probs.device
+        tokens = probs.argmax(-1)                                                # greedy rows keep this
+        if dev not in self._shared:
+            self._shared[dev] = torch.Generator(device=dev).manual_seed(torch.initial_seed())
+        shared = [i for i, p in enumerate(params) if p.seed is None and p.temperature >= GREEDY_TEMPERATURE]
+        if shared:
+            tokens[shared] = torch.multinomial(probs[shared], 1, generator=self._shared[dev])[:, 0]
+        for i, (req_id, p) in enumerate(zip(req_ids, params)):
+            if p.seed is None or p.temperature < GREEDY_TEMPERATURE:
+                continue
+            if req_id not in self._seeded:
+                self._seeded[req_id] = torch.Generator(device=dev).manual_seed(p.seed)
+            tokens[i] = torch.multinomial(probs[i], 1, generator=self._seeded[req_id])[0]
+        return tokens
+
+    def free(self, req_id):
+        """Forget req_id's generator."""
+        self._seeded.pop(req_id, None)
+
+
+class BlogSampler:
+    """Seed 004's sorted-top-k way, bugs kept on purpose: cumsum > top_p, clamp_min(1e-9), one global RNG.
+
+    Like the blog's `_sample_next_token_batch`, it takes ONE temperature/top_k/top_p for the whole batch:
+    the first row's. It ignores seeds, generators and the repetition penalty.
+    """
+
+    FLOOR = 1e-9   # bug 2: after masking, every token in the window keeps at least this much
+
+    def _window(self, logits, params):
+        """(sorted_idx [B, K] or None, probs [B, K or V]) the blog draws from, clamp floor included."""
+        p = params[0]                                                            # batch-wide: first row's
+        scaled = logits.float() / max(p.temperature, GREEDY_TEMPERATURE)
+        vocab = scaled.shape[-1]
+        top_k, top_p = int(p.top_k), float(p.top_p)
+        if top_p <= 0.0 or top_p >= 1.0:                                         # top-p off
+            if top_k <= 0 or top_k >= vocab:
+                return None, torch.softmax(scaled, dim=-1).clamp_min(self.FLOOR)
+            sorted_logits, sorted_idx = torch.topk(scaled, top_k, dim=-1)
+            return sorted_idx, torch.softmax(sorted_logits, dim=-1).clamp_min(self.FLOOR)
+        k = vocab if top_k <= 0 else min(top_k, vocab)
+        sorted_logits, sorted_idx = torch.topk(scaled, k, dim=-1)                # [B, K]
+        probs = torch.softmax(sorted_logits, dim=-1)
+        mask = torch.cumsum(probs, dim=-1) > top_p                               # bug 1: drops the crossing token
+        mask[..., 0] = False
+        return sorted_idx, probs.masked_fill(mask, 0.0).clamp_min(self.FLOOR)    # bug 2: removed tokens > 0
+
+    def filtered_probs(self, logits, params, prev_tokens=None):
+        """[B, V] float32: what torch.multinomial really draws from (renormalised, floor included)."""
+        if params[0].temperature < GREEDY_TEMPERATURE:
+            return torch.zeros_like(logits, dtype=torch.float32).scatter_(1, logits.argmax(-1, keepdim=True), 1.0)
+        sorted_idx, probs = self._window(logits, params)
+        probs = probs / probs.sum(-1, keepdim=True)
+        if sorted_idx is None:
+            return probs
+        return torch.zeros(logits.shape, device=logits.device).scatter_(1, sorted_idx, probs)
+
+    def sample(self, logits, req_ids, params, prev_tokens):
+        """logits [B, V] -> LongTensor [B], drawn with torch's global RNG (bug 3: not per request)."""
+        if params[0].temperature < GREEDY_TEMPERATURE:
+            return torch.argmax(logits, dim=-1)
+        sorted_idx, probs = self._window(logits, params)
+        choice = torch.multinomial(probs, 1)                                     # bug 3: the global generator
+        if sorted_idx is None:
+            return choice.squeeze(-1)
+        return sorted_idx.gather(-1, choice).squeeze(-1)
+
+    def free(self, req_id):
+        """Nothing to forget: the blog keeps no per-request state."""

@@ -1,0 +1,242 @@
+"""The p08 benchmark: the reference loop, the full-vocab sort, the blog's way, the fast path and the floor.
+
+    python -m course.bench p08                  # seed 004's case + the sweep (about 3-5 min on 2 CPU cores)
+    python -m course.bench p08 --quick          # small sizes, a few seconds
+    python -m course.bench p08 --device cuda --png bench_out/p08.png
+
+Every method samples the same batch in the same run; the table gives the median ms per call and the ratio to
+the fast path (x 30 = thirty times slower than the fast path). The notebook and the grader call `run_case`.
+"""
+import argparse
+import random
+import statistics
+import sys
+import time
+
+import torch
+
+from course.baselines import BlogSampler, FullSortSampler, fast_sampler, logits_floor, reference_sampler
+from course.sampling_params import SamplingParams
+
+METHODS = ("reference", "full_sort", "blog", "fast", "floor")
+LABELS = {"reference": "reference loop", "full_sort": "full sort", "blog": "blog (seed 004)",
+          "fast": "fast path", "floor": "floor max(-1)"}
+PEAKED_ALPHA = 1.5   # peaked logits: -alpha * log(rank); top-p 0.9 then keeps ~60 tokens
+HEAVY_ALPHA = 1.25   # a heavier tail: top-p 0.9 needs thousands of tokens (the window must widen)
+
+# name, B, V, mix, logits; the default run = seed 004's case, then the sweep
+CASES = [
+    ("seed 004: k=40 p=0.9", 64, 50257, "seed004", "peaked"),
+    ("B sweep", 1, 50257, "seed004", "peaked"),
+    ("B sweep", 8, 50257, "seed004", "peaked"),
+    ("B sweep", 256, 50257, "seed004", "peaked"),
+    ("V sweep", 64, 4096, "seed004", "peaked"),
+    ("V sweep", 64, 151936, "seed004", "peaked"),
+    ("big", 256, 151936, "seed004", "peaked"),
+    ("seed 004, flat logits", 64, 50257, "seed004", "flat"),
+    ("top-p only p=0.9", 64, 50257, "top_p_only", "peaked"),
+    ("top-p only p=0.9", 64, 50257, "top_p_only", "heavy"),
+    ("top-p only p=0.9", 64, 50257, "top_p_only", "flat"),
+    ("top-p only p=0.9", 8, 151936, "top_p_only", "peaked"),
+    ("heterogeneous", 64, 50257, "mixed", "peaked"),
+    ("heterogeneous", 64, 50257, "mixed", "flat"),
+]
+QUICK_CASES = [
+    ("seed 004: k=40 p=0.9", 8, 4096, "seed004", "peaked"),
+    ("top-p only p=0.9", 8, 4096, "top_p_only", "peaked"),
+    ("top-p only p=0.9", 8, 4096, "top_p_only", "flat"),
+    ("heterogeneous", 8, 4096, "mixed", "peaked"),
+]
+
+
+def _sync(device):
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _timed(fn, device):
+    """Wall-clock ms of one fn() call (synchronised on CUDA)."""
+    _sync(device)
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    return (time.perf_counter() - start) * 1e3
+
+
+def time_ms(fn, repeat=20, warmup=2, budget_s=2.0, device="cpu"):
+    """Median wall-clock ms of fn() over up to `repeat` runs after `warmup`; fewer runs when one is slow."""
+    return time_many({"fn": fn}, repeat, warmup, budget_s, device)["fn"]
+
+
+def time_many(fns, repeat=20, warmup=2, budget_s=2.0, device="cpu"):
+    """{name: median ms}: the callables take turns (round robin), so a busy machine slows them all alike.
+
+    Each gets `warmup` untimed calls, then up to `repeat` timed ones while its time stays within budget_s
+    (at least 3); a callable whose first call takes over budget_s / 2 is timed by that call alone.
+    """
+    first = {name: _timed(fn, device) for name, fn in fns.items()}              # warm-up 1 + a first look
+    times = {name: [t] if t >= budget_s * 1e3 / 2 else [] for name, t in first.items()}
+    for name, fn in fns.items():
+        for _ in range(warmup - 1 if not times[name] else 0):
+            fn()
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            spent = times[name]
+            if first[name] < budget_s * 1e3 / 2 and (len(spent) < 3 or sum(spent) < budget_s * 1e3):
+                spent.append(_timed(fn, device))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def make_logits(batch, vocab, shape="peaked", dtype=torch.float32, device="cpu", seed=0):
+    """[B, V] logits: 'peaked'/'heavy' = -alpha * log(rank) in a random order per row, 'flat' = randn * 0.1."""
+    gen = torch.Generator().manual_seed(seed)
+    if shape == "flat":
+        logits = torch.randn(batch, vocab, generator=gen) * 0.1
+    elif shape in ("peaked", "heavy"):
+        alpha = PEAKED_ALPHA if shape == "peaked" else HEAVY_ALPHA
+        zipf = -alpha * torch.log(torch.arange(1, vocab + 1, dtype=torch.float32))   # [V] by rank
+        logits = torch.stack([zipf[torch.randperm(vocab, generator=gen)] for _ in range(batch)])
+    elif shape == "randn":
+        logits = torch.randn(batch, vocab, generator=gen) * 3
+    else:
+        raise ValueError(f"unknown logits shape {shape!r} (peaked, heavy, flat, randn)")
+    return logits.to(device=device, dtype=dtype)
+
+
+def make_batch(batch, vocab, mix="seed004", seed=0):
+    """(req_ids, params, prev_tokens): 'seed004' = k=40 p=0.9 seeded rows, 'top_p_only', or 'mixed'."""
+    rng = random.Random(seed)
+    req_ids = [f"req{i}" for i in range(batch)]
+    prev = [[] for _ in range(batch)]
+    if mix == "seed004":
+        params = [SamplingParams(top_k=40, top_p=0.9, seed=1000 + i) for i in range(batch)]
+    elif mix == "top_p_only":
+        params = [SamplingParams(top_k=-1, top_p=0.9, seed=1000 + i) for i in range(batch)]
+    elif mix == "mixed":        # greedy / temperatures / top-k on-off / top-p on-off / penalty / (un)seeded
+        params = []
+        for i in range(batch):
+            params.append(SamplingParams(
+                temperature=rng.choice([0.0, 0.7, 1.0, 1.3]),
+                top_k=rng.choice([-1, 20, 40, 100]),
+                top_p=rng.choice([1.0, 0.9, 0.95]),
+                repetition_penalty=rng.choice([1.0, 1.0, 1.2]),
+                seed=rng.choice([None, 1000 + i])))
+            if params[-1].repetition_penalty != 1.0:
+                prev[i] = [rng.randrange(vocab) for _ in range(32)]
+    else:
+        raise ValueError(f"unknown mix {mix!r} (seed004, top_p_only, mixed)")
+    return req_ids, params, prev
+
+
+def method_fns(logits, req_ids, params, prev_tokens, methods=METHODS):
+    """{method: zero-argument callable sampling this batch once}; samplers are created once (warm)."""
+    makers = {"reference": reference_sampler, "full_sort": FullSortSampler, "blog": BlogSampler,
+              "fast": fast_sampler}
+    fns = {}
+    for name in methods:
+        if name == "floor":
+            fns[name] = lambda: logits_floor(logits)
+        else:
+            sampler = makers[name]()
+            fns[name] = (lambda s: lambda: s.sample(logits, req_ids, params, prev_tokens))(sampler)
+    return fns
+
+
+def run_case(name="seed 004: k=40 p=0.9", batch=64, vocab=50257, mix="seed004", shape="peaked",
+             dtype=torch.float32, device="cpu", methods=METHODS, repeat=20, budget_s=2.0, progress=None):
+    """Time every method on one batch; returns {'name', 'B', 'V', 'mix', 'logits', 'ms': {...}, 'ratio': {...}}."""
+    logits = make_logits(batch, vocab, shape, dtype, device)
+    req_ids, params, prev = make_batch(batch, vocab, mix)
+    fns = method_fns(logits, req_ids, params, prev, methods)
+    if progress:
+        progress(", ".join(fns))
+    ms = time_many(fns, repeat=repeat, budget_s=budget_s, device=device)
+    fast = ms.get("fast")
+    ratio = {m: (t / fast if fast else float("nan")) for m, t in ms.items()}
+    return {"name": name, "B": batch, "V": vocab, "mix": mix, "logits": shape, "device": str(device),
+            "ms": ms, "ratio": ratio}
+
+
+def format_table(results, methods=METHODS):
+    """The results as a text table: median ms and (ratio to the fast path) per method."""
+    head = f"{'case':<22} {'B':>4} {'V':>7} {'logits':<7}" + "".join(f" {LABELS[m]:>20}" for m in methods)
+    lines = [head, "-" * len(head)]
+    for r in results:
+        cells = []
+        for m in methods:
+            t = r["ms"].get(m)
+            cells.append(f" {'-':>20}" if t is None else f" {t:>9.2f} ms {'(' + _ratio(r['ratio'][m]) + ')':>8}")
+        lines.append(f"{r['name']:<22} {r['B']:>4} {r['V']:>7} {r['logits']:<7}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def _ratio(x):
+    return f"x{x:.0f}" if x >= 100 else f"x{x:.1f}" if x >= 10 else f"x{x:.2f}"
+
+
+def save_png(results, path, methods=METHODS):
+    """A grouped bar chart (log scale) of median ms per case and method."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(results)), 4.5))
+    width = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        xs = [i + (j - (len(methods) - 1) / 2) * width for i in range(len(results))]
+        ax.bar(xs, [r["ms"].get(m, float("nan")) for r in results], width, label=LABELS[m])
+    ax.set_yscale("log")
+    ax.set_ylabel("median ms per sample() call")
+    ax.set_xticks(range(len(results)))
+    ax.set_xticklabels([f"{r['name']}\nB={r['B']} V={r['V']}\n{r['logits']}" for r in results], fontsize=7)
+    ax.legend(fontsize=8)
+    ax.set_title(f"p08 samplers, {results[0]['device'] if results else ''}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m course.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("problem", choices=["p08"], help="the problem to benchmark")
+    parser.add_argument("--quick", action="store_true", help="small sizes only (a few seconds)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--png", metavar="FILE", help="also save a bar chart (matplotlib, Agg)")
+    parser.add_argument("--soak", action="store_true", help="reserved hook for a long soak run (no-op for now)")
+    parser.add_argument("--repeat", type=int, default=None, help="max timed runs per method (default 20, quick 5)")
+    args = parser.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda: torch sees no GPU")
+    cases = QUICK_CASES if args.quick else CASES
+    repeat = args.repeat or (5 if args.quick else 20)
+    budget = 0.3 if args.quick else 2.0
+    print(f"p08 benchmark on {_machine(args.device)}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads", flush=True)
+    results = []
+    start = time.perf_counter()
+    for n, (name, batch, vocab, mix, shape) in enumerate(cases, 1):
+        def progress(method, n=n):
+            print(f"\r[{n}/{len(cases)}] {name} B={batch} V={vocab} {shape}: timing {method}",
+                  end="", file=sys.stderr, flush=True)
+        results.append(run_case(name, batch, vocab, mix, shape, device=args.device, repeat=repeat,
+                                budget_s=budget, progress=progress))
+    print(f"\r{'':<110}\r", end="", file=sys.stderr, flush=True)
+    print(format_table(results))
+    print(f"median ms per sample() call, (xN) = N times the fast path; {time.perf_counter() - start:.0f} s")
+    if args.png:
+        save_png(results, args.png)
+        print(f"chart: {args.png}")
+    if args.soak:
+        print("--soak: not implemented yet (hook)", file=sys.stderr)
+    return 0
+
+
+def _machine(device):
+    if torch.device(device).type == "cuda":
+        return torch.cuda.get_device_name()
+    import platform
+    import os
+    return f"CPU {platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

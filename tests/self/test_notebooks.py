@@ -1,0 +1,263 @@
+"""The notebooks run top to bottom headless and are committed clean; their panels, driven without a kernel,
+plot exactly what the oracle (course/oracle.py) says; the invariance demo tells right from wrong; hint buttons
+reveal the right files."""
+import json
+import os
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import nbformat  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.colors import to_rgba  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+
+from course import hints, oracle, problems  # noqa: E402
+from course import widgets as cw  # noqa: E402
+from course.loader import load_module  # noqa: E402
+from course.sampling_params import SamplingParams  # noqa: E402
+
+NOTEBOOKS = {name: p.path("notebook") for name, p in problems.problems().items()}
+CELL_TIMEOUT_S = 120
+
+
+# ---- (a) the notebooks --------------------------------------------------------------------------
+@pytest.mark.parametrize("problem", list(NOTEBOOKS))
+def test_notebook_is_committed_without_outputs(problem):
+    nb = nbformat.read(NOTEBOOKS[problem], as_version=4)
+    nbformat.validate(nb)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"{NOTEBOOKS[problem].name}: cells {dirty} carry outputs; clear them before committing"
+
+
+@pytest.mark.parametrize("problem", list(NOTEBOOKS))
+def test_notebook_has_a_section_per_stub_step(problem):
+    """The stub's errors say 'see notebooks/<notebook> §N': every TODO step N has a '## §N ' section."""
+    p = problems.get(problem)
+    stub = p.path("stub")
+    if not stub.exists():
+        pytest.skip(f"{problem} has no stub yet")
+    text = stub.read_text(encoding="utf-8")
+    steps = {int(n) for n in re.findall(re.escape(p.todo_tag) + r"(\d+)\)", text)}
+    assert steps and f"see {p.notebook} §" in text
+    nb = nbformat.read(NOTEBOOKS[problem], as_version=4)
+    headings = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"]
+    for step in sorted(steps | ({0} if problem == "p08" else set())):
+        assert any(h.startswith(f"## §{step} ") for h in headings), f"{p.notebook}: no '## §{step}' section"
+
+
+@pytest.mark.parametrize("problem", list(NOTEBOOKS))
+def test_notebook_runs_top_to_bottom_headless(problem, tmp_path, monkeypatch):
+    path = NOTEBOOKS[problem]
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("COURSE_STATE", str(tmp_path / "state.json"))   # never the learner's progress file
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.execute()   # raises CellExecutionError, naming the cell, on the first failing cell
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs), "no figure was drawn"
+
+
+# ---- (b) the slider panel, without a kernel -----------------------------------------------------
+def crossing_rank(row, temperature, top_k, top_p, penalty, prev):
+    """Rank (by descending probability after top-k) of the token whose cumulative first reaches top_p."""
+    values = oracle.top_k_filter([v / temperature for v in oracle.penalize(row, prev, penalty)], top_k)
+    cumulative = 0.0
+    for rank, p in enumerate(sorted(oracle.softmax(values), reverse=True)):
+        cumulative += p
+        if cumulative >= top_p:
+            return rank
+    raise AssertionError("top_p never reached")
+
+
+def assert_panel_matches_oracle(w, fig, row):
+    """Bar heights = the oracle's filtered probabilities, orange bars = its kept set, lines where they belong."""
+    t, k, p, pen = (w[n].value for n in ("temperature", "top_k", "top_p", "penalty"))
+    prev = [int(x) for x in w["prev_tokens"].value.split(",") if x.strip()]
+    greedy = t < 1e-5
+    if not greedy:
+        assert oracle.cut_is_clear([v / t for v in oracle.penalize(row, prev, pen)], k, p), "pick a clearer case"
+    expected = oracle.filtered_probs(row, t, k, p, pen, prev)
+    art = fig._p08_artists
+    heights = [bar.get_height() for bar in art["after"]]
+    assert len(heights) == len(row)
+    assert max(abs(h - e) for h, e in zip(heights, expected)) <= 1e-6, (heights, expected)
+    highlighted = {i for i, bar in enumerate(art["after"]) if bar.get_facecolor() == to_rgba(cw.KEPT_COLOR)}
+    assert highlighted == oracle.kept(expected) == set(fig._p08_state["kept"])
+    assert list(art["top_p"].get_ydata()) == [p, p]
+    cumulative = list(art["cumulative"].get_ydata())
+    penalized = oracle.penalize(row, prev, pen)
+    after_k = penalized if greedy else oracle.top_k_filter([v / t for v in penalized], k)   # what top-p reads
+    probs = sorted(oracle.softmax(after_k), reverse=True)
+    assert max(abs(c - sum(probs[:i + 1])) for i, c in enumerate(cumulative)) <= 1e-6
+    marker = list(art["crossing"].get_xdata())
+    if greedy or not 0 < p < 1:
+        assert marker == []
+    else:
+        assert marker == [crossing_rank(row, t, k, p, pen, prev)]
+        assert fig._p08_state["crossing_token"] == fig._p08_state["order"][marker[0]].item()
+
+
+@pytest.fixture
+def panel():
+    w, fig = cw.build_ui(lang="en", use_reference=True)
+    return w, fig
+
+
+def test_panel_starts_on_the_worked_trace(panel):
+    w, fig = panel
+    row = cw.preset_rows()["worked"].tolist()
+    assert (w["top_k"].value, w["top_p"].value) == (3, 0.6)
+    assert_panel_matches_oracle(w, fig, row)
+    assert [round(h, 3) for h in (b.get_height() for b in fig._p08_artists["after"])] == [0.667, 0.333, 0, 0]
+    assert w["image"].value[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("changes", [
+    {"top_p": 0.7},                                           # the crossing token stays: {0, 1}
+    {"top_p": 0.7, "top_k": -1},
+    {"top_p": 0.8, "top_k": -1, "temperature": 0.5},
+    {"top_p": 0.95, "top_k": 4, "temperature": 2.0},
+    {"penalty": 1.5, "prev_tokens": "0, 0", "top_k": -1, "top_p": 0.7},
+    {"temperature": 0.0},                                     # greedy: one-hot, no crossing marker
+    {"top_p": 1.0, "top_k": 2},                               # top-p off
+    {"row": "zipf", "top_k": -1, "top_p": 0.8},
+    {"row": "zipf", "top_k": 5, "top_p": 0.9, "penalty": 2.0, "prev_tokens": "3"},
+    {"row": "flat", "top_k": 7, "top_p": 0.5, "temperature": 0.7},
+    {"row": "custom", "custom": "1.5, -0.5, 3.0, 0.2, 0.1", "top_k": -1, "top_p": 0.9},
+    {"row": "custom", "custom": "1.5, -0.5, 3.0, 0.2, 0.1", "top_k": 3, "top_p": 0.99, "penalty": 1.3,
+     "prev_tokens": "2, 1"},
+], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+def test_panel_redraws_what_the_oracle_says(panel, changes):
+    w, fig = panel
+    for name in ("row", "custom", "prev_tokens", "temperature", "top_k", "penalty", "top_p"):
+        if name in changes:
+            w[name].value = changes[name]
+            assert w[name].value == changes[name], f"the widget refused {name}={changes[name]}"
+    row = cw.preset_rows()[w["row"].value].tolist() if w["row"].value != "custom" else \
+        [float(x) for x in w["custom"].value.split(",")]
+    assert w["top_k"].max == len(row)
+    assert "Error" not in w["note"].value, w["note"].value
+    assert_panel_matches_oracle(w, fig, row)
+
+
+def test_panel_reports_bad_input_and_keeps_the_last_picture(panel):
+    w, fig = panel
+    w["row"].value = "custom"
+    drawn = fig._p08_state
+    assert len(drawn["row"]) == 6 and "Error" not in w["note"].value
+    w["custom"].value = "1.0, oops"
+    assert "ValueError" in w["note"].value and fig._p08_state is drawn
+    w["custom"].value = "1.0, 2.0"
+    drawn = fig._p08_state
+    assert drawn["row"].tolist() == [1.0, 2.0] and "Error" not in w["note"].value
+    w["prev_tokens"].value = "99"
+    assert "prev tokens must be in [0, 2)" in w["note"].value and fig._p08_state is drawn
+
+
+def test_panel_on_the_untouched_stub_falls_back_to_the_reference_and_says_so():
+    w, fig = cw.build_ui(lang="en", use_reference=False)
+    assert "still a stub" in w["note"].value and "solutions/p08_sampler.py" in w["note"].value
+    assert_panel_matches_oracle(w, fig, cw.preset_rows()["worked"].tolist())
+    w["use_reference"].value = True
+    assert "showing the reference" in w["note"].value and "stub" not in w["note"].value
+
+
+# ---- choose_impl: the learner's code when it exists, the reference while it is a stub -------------
+def test_choose_impl_falls_back_from_the_stub_with_a_note_in_either_language():
+    stub = problems.get("p08").path("stub")
+    for lang, words in (("en", "still a stub"), ("zh", "桩代码")):
+        module, note = cw.choose_impl(False, lang)
+        assert module.__file__.endswith(os.path.join("solutions", "p08_sampler.py"))
+        assert words in note and "apply_top_k" in note
+    assert cw.unfinished(load_module(stub)) == ["apply_repetition_penalty", "apply_top_k", "apply_top_p",
+                                                   "Sampler.sample"]
+
+
+def write_variant(tmp_path, name, old=None, new=None):
+    text = problems.get("p08").path("solution").read_text(encoding="utf-8")
+    if old is not None:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_choose_impl_shows_the_learners_own_code_bugs_included(tmp_path):
+    done = write_variant(tmp_path, "finished")
+    module, note = cw.choose_impl(False, "en", mine_path=done)
+    assert module.__file__ == str(done) and "your implementation" in note
+    buggy = write_variant(tmp_path, "cumsum_bug", "torch.cumsum(probs, dim=-1) - probs", "torch.cumsum(probs, dim=-1)")
+    module, _ = cw.choose_impl(False, "en", mine_path=buggy)
+    steps = cw.filter_steps(module, cw.preset_rows()["worked"], 1.0, -1, 0.7, 1.0, [])
+    assert steps["kept"] == [0]                      # the learner's bug is what the panel shows ...
+    assert steps["crossing_token"] == 1              # ... next to the token that should have stayed
+    half = write_variant(tmp_path, "half", "    if not 0 < top_p < 1:\n        return logits.clone()",
+                         "    raise NotImplementedError('p08 step 5')")
+    module, note = cw.choose_impl(False, "en", mine_path=half)
+    assert module.__file__.endswith(os.path.join("solutions", "p08_sampler.py")) and "apply_top_p" in note
+    broken = tmp_path / "broken.py"
+    broken.write_text("def apply_top_k(:\n", encoding="utf-8")
+    module, note = cw.choose_impl(False, "en", mine_path=broken)
+    assert "cannot be imported" in note and "SyntaxError" in note
+
+
+@pytest.mark.parametrize("row,kwargs", [
+    ([0.3, -1.2, 2.0, 0.0, 1.1, -0.4], dict(temperature=0.8, top_k=4, top_p=0.85, penalty=1.4, prev_tokens=[2, 2, 5])),
+    ([1.0, 1.0, 0.5, -2.0], dict(temperature=1.0, top_k=-1, top_p=0.3, penalty=1.0, prev_tokens=[])),
+    ([2.0, 1.0, 0.5, 0.25, 0.0], dict(temperature=0.0, top_k=2, top_p=0.5, penalty=3.0, prev_tokens=[0])),
+])
+def test_filter_steps_with_the_reference_agree_with_the_oracle(row, kwargs):
+    module, _ = cw.choose_impl(True)
+    steps = cw.filter_steps(module, row, **kwargs)
+    expected = oracle.filtered_probs(row, kwargs["temperature"], kwargs["top_k"], kwargs["top_p"], kwargs["penalty"],
+                                     kwargs["prev_tokens"])
+    assert max(abs(a - b) for a, b in zip(steps["probs_after"].tolist(), expected)) <= 1e-6
+    assert set(steps["kept"]) == oracle.kept(expected)
+    assert steps["penalized"].tolist() == pytest.approx(oracle.penalize(row, kwargs["prev_tokens"], kwargs["penalty"]))
+
+
+# ---- (c) the batch-invariance panel -------------------------------------------------------------
+def test_invariance_panel_right_sampler_matches_alone_shared_generator_diverges():
+    w, fig = cw.build_invariance_panel(lang="en", use_reference=False, steps=6, mixes=2)
+    for click in range(2):
+        data = fig._p08_state
+        assert [r["seed"] for r in data["right"]["mixed"]] == [2 * click, 2 * click + 1]
+        assert all(max(len(b) for b in r["batches"]) > 1 for r in data["right"]["mixed"]), "no peers: proves nothing"
+        assert all(r["tokens"] == data["right"]["alone"] for r in data["right"]["mixed"])
+        assert any(r["tokens"] != data["wrong"]["alone"] for r in data["wrong"]["mixed"])
+        assert "right sampler: 0/2 mixes differ" in w["note"].value
+        w["again"].click()
+
+
+# ---- the empirical histogram --------------------------------------------------------------------
+def test_empirical_histogram_counts_follow_the_oracle():
+    module, _ = cw.choose_impl(True)
+    params = SamplingParams(top_k=2, seed=3)
+    fig, counts, expected = cw.empirical_histogram(module, torch.log(torch.tensor(cw.WORKED_PROBS)), params, draws=2000)
+    assert sum(counts) == 2000 and counts[2] == counts[3] == 0
+    assert expected == pytest.approx([2 / 3, 1 / 3, 0, 0])
+    assert not oracle.sigma_violations(counts, expected, 2000)
+    assert [round(b.get_height() * 2000) for b in fig.axes[0].patches] == counts
+
+
+# ---- (d) hint buttons ---------------------------------------------------------------------------
+@pytest.mark.parametrize("problem", list(NOTEBOOKS))
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_hint_buttons_reveal_that_levels_file_and_record_it(problem, lang, tmp_path, monkeypatch):
+    state_file = tmp_path / "state.json"
+    monkeypatch.setenv("COURSE_STATE", str(state_file))
+    box = cw.hint_buttons(problem, lang)
+    buttons, out = box.children[0].children, box.children[1]
+    assert [b.description[-2:] for b in buttons] == ["L1", "L2", "L3"] and out.outputs == ()
+    for level in (2, 1, 3):
+        buttons[level - 1].click()
+        text = hints.hint_path(problem, level, lang).read_text(encoding="utf-8")
+        assert out.outputs[0]["data"]["text/markdown"] == text == box._p08_state["text"]
+    assert json.loads(state_file.read_text(encoding="utf-8"))[problem]["hints_seen"] == [1, 2, 3]
