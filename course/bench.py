@@ -201,11 +201,17 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="small sizes only (a few seconds)")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--png", metavar="FILE", help="also save a bar chart (matplotlib, Agg)")
-    parser.add_argument("--soak", action="store_true", help="reserved hook for a long soak run (no-op for now)")
+    parser.add_argument("--soak", type=int, nargs="?", const=20000, metavar="STEPS",
+                        help="instead of timing: a continuous-batching soak of both samplers (default 20000 steps)")
     parser.add_argument("--repeat", type=int, default=None, help="max timed runs per method (default 20, quick 5)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no GPU")
+    if args.soak:
+        from course import simulate
+        codes = [simulate.main(["--sampler", name, "--steps", str(args.soak), "--vocab", "4096", "--device", args.device])
+                 for name in ("reference", "fast")]
+        return max(codes)
     cases = QUICK_CASES if args.quick else CASES
     repeat = args.repeat or (5 if args.quick else 20)
     budget = 0.3 if args.quick else 2.0
@@ -225,8 +231,6 @@ def main(argv=None):
     if args.png:
         save_png(results, args.png)
         print(f"chart: {args.png}")
-    if args.soak:
-        print("--soak: not implemented yet (hook)", file=sys.stderr)
     return 0
 
 

@@ -130,6 +130,7 @@ class Ctx:
     device: str = "cpu"
     lang: str = "zh"
     _impl: object = field(default=None, repr=False)
+    notes: list = field(default_factory=list)      # shown under a passing check too (e.g. a measured ratio)
 
     @property
     def impl(self):

@@ -61,7 +61,8 @@ def render_result(result, check, lang: str, verbose: bool, color: bool) -> list:
     title = check.title(lang) if check else result.id
     if result.passed:
         shown = result.output_text.rstrip().splitlines()[-30:] if verbose else []
-        return [f"  {_color('32', '✓', color)} {title}"] + [f"      | {line}" for line in shown]
+        notes = [f"      {clip(line)}" for line in result.lines]
+        return [f"  {_color('32', '✓', color)} {title}"] + notes + [f"      | {line}" for line in shown]
     out = [f"  {_color('31', '✗', color)} {title}"]
     out += [f"      {line}" for line in failure_block(result, check, lang, verbose)]
     return out

@@ -129,6 +129,7 @@ def run(problem_name: str, impl: str, device: str, lang: str, ids: list, emit) -
                 ctx._impl = load_module(impl_path)   # a fresh copy: no state carried over from other checks
                 state.restore()                      # and whatever its import changed in torch is undone
                 check.fn(ctx)
+                result["lines"] = list(ctx.notes)
             except BaseException as exc:  # noqa: BLE001
                 result = classify(exc, impl_path, lang)
                 result["traceback"] = "".join(traceback.format_exception(exc))

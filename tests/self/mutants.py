@@ -135,4 +135,7 @@ P08_FAST = [
                                                      "tokens[greedy] = torch.argmax(_take(logits.float(), greedy), dim=-1)"),),
            "greedy rows skip the penalty"),
     Mutant("fast_free_keeps_generator", "I5", (("        self._seeded.pop(req_id, None)", "        pass"),), "free() keeps the generator"),
+    Mutant("full_vocab_sort_always", "F5", (("parts, to_sort, todo = [], [], list(top_k_rows)",
+                                             "parts, to_sort, todo = [], list(top_k_rows), []"),),
+           "sorts the whole vocabulary for every top-k row (the 'before' of seed 004)"),
 ]

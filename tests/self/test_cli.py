@@ -94,3 +94,9 @@ def test_global_state_edits_neither_fail_a_correct_file_nor_pass_a_wrong_one():
 def test_usage_errors_are_one_line(args, message):
     code, out, err = check_sh(*args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and not out
+
+
+def test_the_fast_path_stub_is_graded_cleanly(tmp_path):
+    code, out, err = check_sh("p08-fast", "--lang", "en", state=tmp_path / "s.json")
+    assert code == 1 and "0/17 checks passed" in out and out.count("not implemented yet") == 17
+    assert "Traceback" not in out + err and "see notebooks/p08_fast_path.ipynb §" in out

@@ -21,3 +21,10 @@ def test_the_simulation_catches_a_sampler_with_one_generator_for_the_batch(tmp_p
     bad = next(m for m in mutants.P08 if m.name == "one_generator_for_batch")
     outcome = simulate(load_module(mutate("p08", bad, tmp_path)), "Sampler", steps=200, vocab=256, seed=3)
     assert len(outcome.mismatches) > 10
+
+
+def test_the_soak_runs_from_the_benchmark_command(capsys):
+    from course import bench
+
+    assert bench.main(["p08", "--soak", "40"]) == 0
+    assert capsys.readouterr().out.count("every seeded request matched its solo run") == 2
