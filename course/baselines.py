@@ -8,64 +8,38 @@ Each has the Sampler API `sample(logits, req_ids, params, prev_tokens) -> LongTe
 - `reference_sampler()` / `fast_sampler()`: the solutions' Sampler and FastSampler, loaded by file path
   (solutions/ is not a package).
 """
-import importlib.util
-import sys
-from pathlib import Path
+from functools import lru_cache
 
 import torch
 
+from course import problems
+from course.loader import load_module, load_solution  # noqa: F401  (load_module re-exported for the notebook)
+from course.problems import ROOT  # noqa: F401  (re-exported)
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams  # noqa: F401  (re-exported)
-
-ROOT = Path(__file__).resolve().parents[1]
 
 __all__ = ["FullSortSampler", "BlogSampler", "logits_floor", "load_module", "reference_sampler",
            "fast_sampler"]
 
 
-def load_module(path, name=None):
-    """Import a Python file by path (solutions/ and mine/ are not packages); cached per path."""
-    path = Path(path).resolve()
-    name = name or f"_course_{path.parent.name}_{path.stem}"
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+@lru_cache(maxsize=None)
+def _solution(problem: str):
+    """The solution module of a problem, imported once."""
+    return load_solution(problems.get(problem))
 
 
 def reference_sampler():
     """A fresh solutions/p08_sampler.Sampler: the readable per-row loop."""
-    return load_module(ROOT / "solutions" / "p08_sampler.py").Sampler()
+    return _solution("p08").Sampler()
 
 
 def fast_sampler():
     """A fresh solutions/p08_sampler_fast.FastSampler: the vectorized fast path."""
-    return load_module(ROOT / "solutions" / "p08_sampler_fast.py").FastSampler()
+    return _solution("p08-fast").FastSampler()
 
 
 def logits_floor(logits):
     """One read of the logits (`logits.max(-1)`): no sampler can be cheaper than looking at every logit once."""
     return logits.max(-1)
-
-
-def _penalized(logits, params, prev_tokens):
-    """fp32 copy [B, V] with the repetition penalty applied at each row's distinct prev ids (vectorized)."""
-    x = logits.float().clone()                                                   # [B, V]
-    rows, ids, pens = [], [], []
-    for i, (p, prev) in enumerate(zip(params, prev_tokens)):
-        if p.repetition_penalty != 1.0 and len(prev) > 0:
-            seen = sorted(set(prev.tolist() if isinstance(prev, torch.Tensor) else prev))
-            rows += [i] * len(seen)
-            ids += seen
-            pens += [p.repetition_penalty] * len(seen)
-    if rows:
-        rows, ids = torch.tensor(rows, device=x.device), torch.tensor(ids, device=x.device)
-        pens = torch.tensor(pens, dtype=torch.float32, device=x.device)
-        values = x[rows, ids]
-        x[rows, ids] = torch.where(values > 0, values / pens, values * pens)
-    return x
 
 
 class FullSortSampler:
@@ -77,7 +51,7 @@ class FullSortSampler:
 
     def filtered_probs(self, logits, params, prev_tokens):
         """[B, V] float32: softmax of each row after temperature, top-k (by rank) and top-p, in vocab order."""
-        x = _penalized(logits, params, prev_tokens)                              # [B, V]
+        x = _solution("p08-fast").penalized_fp32(logits, params, prev_tokens)   # [B, V] step 1, shared
         batch, vocab = x.shape
         dev = x.device
         temp = torch.tensor([[max(p.temperature, GREEDY_TEMPERATURE)] for p in params], device=dev)  # [B, 1]

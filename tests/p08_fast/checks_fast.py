@@ -110,10 +110,9 @@ def f1_filtered_distribution_equals_reference(ctx):
        hint=("p08-fast", 1, "q4"), problems=FAST)
 def f2_exact_zeros_outside_kept_set(ctx):
     vocab, g = 50257, torch.Generator().manual_seed(5)
-    rows = torch.randn(3, vocab, generator=g) * 0.5 - 10.0                                    # a long, light tail
-    rows[:, :30] = torch.linspace(2.0, 0.0, 30)                                                # and 30 likely tokens
-    rows = torch.stack([r[torch.randperm(vocab, generator=g)] for r in rows])                  # [3, V]
-    params = [ctx.params(top_k=40, top_p=0.8, seed=1), ctx.params(top_k=40), ctx.params(top_p=0.8, temperature=0.7)]
+    rows = torch.stack([head_and_tail(g, vocab, 30) for _ in range(3)])                      # [3, V]
+    params = [ctx.params(top_k=40, top_p=top_p_keeping(rows[0], 20), seed=1), ctx.params(top_k=40),
+              ctx.params(top_p=top_p_keeping(rows[2], 25))]
     got = fast_probs(ctx, ctx.sampler(), rows.to(ctx.device), params, [[]] * 3)
     ref = load_solution(problems.get("p08"))
     for i, p in enumerate(params):
