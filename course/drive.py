@@ -49,23 +49,26 @@ def solo(make_sampler, sample, req_id, params, row_seed, steps, vocab, device, d
 
 @dataclass
 class Traffic:
-    """How peers behave in mixed(): how many at most, how likely one joins or leaves per step."""
+    """How peers behave in mixed(): how many at most, how likely one joins or leaves per step, and how
+    likely a target sits a step out (not scheduled, e.g. preempted) and comes back later."""
     make_params: object          # (rng) -> params for a new peer
     max_peers: int = 6
     join: float = 0.5
     leave: float = 0.25
+    sit_out: float = 0.0
 
 
 def mixed(make_sampler, sample, targets, steps, vocab, device, traffic: Traffic, seed: int,
           dtype=torch.float32, log=None, warmup: int = 0) -> dict:
-    """Run `targets` (list of (req_id, params, row_seed)) together for `steps` steps with peers that join,
-    leave (and are freed), reuse ids, and a batch order shuffled every step; the targets join after
+    """Run `targets` (list of (req_id, params, row_seed)) until each has drawn `steps` tokens, with peers that
+    join, leave (and are freed), reuse ids, and a batch order shuffled every step; the targets join after
     `warmup` steps of peers only. Returns {req_id: tokens}. log, when a list, gets (step, [req_id, ...])."""
     rng = random.Random(seed)
     sampler = make_sampler()
     streams = [Stream(r, p, s) for r, p, s in targets]
-    peers, next_peer = [], 0
-    for step in range(warmup + steps):
+    peers, next_peer, step = [], 0, -1
+    while any(len(s.tokens) < steps for s in streams) or step < warmup:
+        step += 1
         for peer in list(peers):
             if rng.random() < traffic.leave:
                 peers.remove(peer)
@@ -75,7 +78,8 @@ def mixed(make_sampler, sample, targets, steps, vocab, device, traffic: Traffic,
             next_peer += 1
             if any(p.req_id == peers[-1].req_id for p in peers[:-1]):   # ids are reused only after free
                 peers.pop()
-        batch = (streams if step >= warmup else []) + peers
+        scheduled = [s for s in streams if len(s.tokens) < steps and rng.random() >= traffic.sit_out]
+        batch = (scheduled if step >= warmup else []) + peers
         rng.shuffle(batch)
         if log is not None:
             log.append((step, [s.req_id for s in batch]))

@@ -43,6 +43,8 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
         ("two requests with the same seed", [targets[4], ("t4b", P(seed=123), 5)], drive.Traffic(lambda rng: P(), 0), 4),
         ("peers that join, leave and change", targets, drive.Traffic(peer_params(ctx)), steps),
         ("joining a sampler that has served others for 5 steps", targets[:3], drive.Traffic(peer_params(ctx)), 6),
+        ("targets that sit some steps out (not scheduled) and come back", targets[:4],
+         drive.Traffic(peer_params(ctx), sit_out=0.4), 8),
     ]
     for name, group, traffic, n in scenarios:
         log, warmup = [], 5 if name.startswith("joining") else 0
@@ -53,8 +55,8 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
             if together[req_id] != alone:
                 step = next(i for i, (a, b) in enumerate(zip(alone, together[req_id])) if a != b)
                 raise Fail(f"request {req_id!r} ({params_text(params)}), scenario '{name}': alone -> {alone}",
-                           f"in shuffled batches -> {together[req_id]}; first difference at step {step}, "
-                           f"batch {log[warmup + step][1]}",
+                           f"in shuffled batches -> {together[req_id]}; first difference at its draw {step}, "
+                           f"batch {[ids for _, ids in log if req_id in ids][step]}",
                            ctx.t("带 seed 的请求只能消费它自己的 generator：不能整批共用一个、不能按 seed 共用、不能对 [B, V] 调一次 multinomial",
                                  "a seeded request may only draw from its own generator: not one for the batch, not one per seed, "
                                  "not one multinomial over [B, V]"),

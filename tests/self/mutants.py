@@ -115,6 +115,11 @@ P08 = [
          "            generator = self._generator(req_id, p, logits.device)\n"
          "            generator.manual_seed(p.seed + self.calls) if p.seed is not None else None\n")),
         "re-seeds with seed + the number of sample() calls"),
+    Mutant("forgets_absent_requests", "I1", (
+        ("        validate_sample_inputs(logits, req_ids, params, prev_tokens)\n",
+         "        validate_sample_inputs(logits, req_ids, params, prev_tokens)\n"
+         "        self._seeded = {r: g for r, g in self._seeded.items() if r in req_ids}\n"),),
+        "drops the generators of requests not in this batch (a preempted request restarts its stream)"),
 ]
 
 
