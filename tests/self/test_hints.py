@@ -63,3 +63,29 @@ def test_hint_cli_reveals_levels_in_order_and_records_them(tmp_path):
     assert code == 0 and "____" in out
     code, out, _ = check_sh("list", "--lang", "en", state=state)
     assert "hints seen [1, 2]" in out and "hints seen [3]" in out
+
+
+def test_l3_before_l1_and_l2_asks_first_on_a_terminal(tmp_path):
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COURSE_STATE=str(tmp_path / "s.json"), NO_COLOR="1")
+    proc = subprocess.Popen([sys.executable, "-m", "course.cli", "p08", "--hint", "3", "--lang", "en"], cwd=ROOT,
+                            env=env, stdin=follower, stdout=follower, stderr=follower)
+    os.close(follower)
+    os.write(leader, b"n\n")
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=30) == 0
+    text = out.decode()
+    assert "Show it anyway? [y/N]" in text and "____" not in text and not (tmp_path / "s.json").exists()
