@@ -5,6 +5,7 @@ as a crash; either way a fresh worker takes over the remaining checks.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -86,7 +87,7 @@ class _Worker:
         return json.loads(line)
 
     def kill(self) -> str:
-        with _suppress():
+        with contextlib.suppress(OSError):                                  # already gone
             os.killpg(self.proc.pid, signal.SIGKILL)
         code = self.proc.wait()
         self.stderr.seek(0)
@@ -95,14 +96,6 @@ class _Worker:
         self.selector.close()
         self.stderr.close()
         return f"exit code {code}" + (f": {tail.strip().splitlines()[-1]}" if tail.strip() else "")
-
-
-class _suppress:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return exc[0] is not None and issubclass(exc[0], (ProcessLookupError, PermissionError, OSError))
 
 
 def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | None = None,
@@ -118,6 +111,7 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
         if on_result:
             on_result(result)
 
+    imported = False
     while pending:
         worker = _Worker(problem.name, impl, device, lang, pending)
         current, t0 = None, time.monotonic()
@@ -131,12 +125,11 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
             event = worker.next_event(wait)
             if event is None or event.get("event") == "eof":
                 why = worker.kill()
-                if current is None or current == "__import__":
-                    status = "timeout" if event is None else "crash"
-                    lines = [f"importing {impl} did not finish" if event is None else f"worker died while importing ({why})"]
-                    run.import_error = Result("__import__", status, lines)
-                    return run
                 status = "timeout" if event is None else "crash"
+                if not imported:
+                    run.import_error = Result("__import__", status, [] if event is None else [why])
+                    return run
+                current = current if current not in (None, "__import__") else pending[0]
                 timeouts += status == "timeout"
                 record(Result(current, status, [] if event is None else [why], seconds=time.monotonic() - t0))
                 pending.remove(current)
@@ -153,7 +146,7 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
                     worker.kill()
                     run.import_error = _result(event, 0.0)
                     return run
-                current = None
+                current, imported = None, True
                 continue
             record(_result(event, time.monotonic() - t0))
             pending.remove(event["id"])

@@ -22,7 +22,7 @@ def clip(text: str) -> str:
     return text if len(text) <= MAX_LINE else text[:MAX_LINE - 1] + "…"
 
 
-def hint_line(problem: str, hint, lang: str) -> str:
+def hint_line(hint, lang: str) -> str:
     prob, level, anchor = hint
     cmd = f"./check.sh {prob} --hint {level}"
     return pick(lang, f"卡住了？{cmd}（{anchor_label(anchor, lang)}）", f"stuck? {cmd}   ({anchor_label(anchor, lang)})")
@@ -45,7 +45,7 @@ def failure_block(result, check, lang: str, verbose: bool) -> list:
         lines.append(pick(lang, f"位置 {result.where}", f"at {result.where}"))
     hint = result.hint or (check and [check.hint.problem, check.hint.level, check.hint.anchor])
     if hint and result.status not in ("missing", "skip"):
-        lines.append(hint_line(check.hint.problem if check else hint[0], hint, lang))
+        lines.append(hint_line(hint, lang))
     if result.output_lines:
         lines.append(pick(lang, f"（你的代码打印了 {result.output_lines} 行，-v 可查看）",
                           f"(your code printed {result.output_lines} lines; -v shows them)"))
