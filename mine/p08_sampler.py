@@ -3,9 +3,9 @@
 Fill in the six steps (search for TODO(p08.)). Grade with `./check.sh p08`; stuck? `./check.sh p08 --hint 1`.
 The walkthrough is notebooks/p08_sampler.ipynb (§N there is step N here).
 """
-import torch
+import torch  # noqa: F401  (you will need it)
 
-from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams  # given: do not re-define
+from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams  # noqa: F401  (given: do not re-define)
 
 __all__ = ["SamplingParams", "apply_repetition_penalty", "apply_top_k", "apply_top_p", "Sampler"]
 

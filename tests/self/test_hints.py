@@ -1,7 +1,6 @@
 """Hints: every problem has three levels in both languages, they grow, carry the seed's numbers, and
 every hint a check can point to exists."""
 import re
-from pathlib import Path
 
 import pytest
 
