@@ -75,6 +75,9 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
             text = pick(lang, f"尚未实现：{last.name}", f"not implemented yet: {last.name}") + (f" — {message}" if message else "")
         return {"status": "todo", "lines": [text], "where": where}
     kind = type(exc).__name__
+    missing = re.fullmatch(r"'(\w+)' object has no attribute '(\w+)'", message)
+    if isinstance(exc, AttributeError) and missing and not last:
+        return {"status": "missing", "lines": [f"MISSING METHOD {missing[1]}.{missing[2]} in {relpath(impl_path)}"]}
     if isinstance(exc, SystemExit):
         text = pick(lang, f"{last.name if last else '你的代码'} 调用了 sys.exit({exc.code})",
                     f"{last.name if last else 'your code'} called sys.exit({exc.code})")

@@ -54,10 +54,12 @@ def test_a_file_that_fails_at_import_gets_one_block_with_file_and_line(name, exp
     assert out.count("✗") == 1
 
 
-def test_a_missing_function_is_named():
+def test_a_missing_function_or_method_is_named():
     code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "missing_function.py"), "--lang", "en", "--only", "E2.top_p,E2.top_k")
     assert code == 1 and "MISSING FUNCTION apply_top_p in tests/self/hostile/missing_function.py" in out
     assert "✓ E2 top-k" in out
+    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "missing_method.py"), "--lang", "en", "--only", "E3,I3")
+    assert code == 1 and "MISSING METHOD Sampler.free in tests/self/hostile/missing_method.py" in out and "✓ I3" in out
 
 
 def test_learner_output_is_captured_and_shown_only_with_v():
