@@ -10,32 +10,19 @@ import torch
 from course import drive
 from course.loader import load_solution
 from course.problems import get
-from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams
+from course.sampling_params import SamplingParams
 
 _reference = load_solution(get("p08"))
 
 
-class SharedGeneratorSampler:
-    """WRONG ON PURPOSE: one generator for the whole sampler, seeded by the first seed it ever sees."""
+class SharedGeneratorSampler(_reference.Sampler):
+    """WRONG ON PURPOSE: the reference sampler, except that one generator (seeded by the first seed it
+    ever sees) serves every row of every batch, so row i draws after rows 0..i-1 turned the machine."""
 
-    def __init__(self):
-        self._generator = None   # the shared lottery machine: every row of every batch turns it
-
-    def sample(self, logits, req_ids, params, prev_tokens):
-        """logits [B, V] -> LongTensor [B]; row i consumes the shared stream after rows 0..i-1 did."""
-        tokens = torch.empty(len(req_ids), dtype=torch.long, device=logits.device)     # [B]
-        for i, p in enumerate(params):
-            row = logits[i].float()                                                     # [V] fp32
-            row = _reference.apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)  # [V]
-            if p.temperature < GREEDY_TEMPERATURE:
-                tokens[i] = torch.argmax(row)
-                continue
-            row = _reference.apply_top_p(_reference.apply_top_k(row / p.temperature, p.top_k), p.top_p)  # [V]
-            if self._generator is None:
-                seed = p.seed if p.seed is not None else 0
-                self._generator = torch.Generator(device=logits.device).manual_seed(seed)
-            tokens[i] = torch.multinomial(torch.softmax(row, -1), 1, generator=self._generator)[0]  # scalar
-        return tokens
+    def _generator(self, req_id, params, device):
+        if not hasattr(self, "_machine"):                                    # the shared lottery machine
+            self._machine = torch.Generator(device=device).manual_seed(params.seed if params.seed is not None else 0)
+        return self._machine
 
     def free(self, req_id):
         """Nothing to forget: the shared machine keeps turning for everyone (that is the bug)."""
