@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 
 from course.lang import pick
-from course.loader import load_module, relpath
+from course.loader import relpath
 from course.sampling_params import SamplingParams as GivenParams
 
 _REGISTRY: list = []
@@ -126,17 +126,11 @@ def _noting(called: str, fn, *args, **kwargs):
 @dataclass
 class Ctx:
     problem: object          # course.problems.Problem
+    impl: object             # the learner's module, freshly imported for this check
     impl_path: str
     device: str = "cpu"
     lang: str = "zh"
-    _impl: object = field(default=None, repr=False)
     notes: list = field(default_factory=list)      # shown under a passing check too (e.g. a measured ratio)
-
-    @property
-    def impl(self):
-        if self._impl is None:
-            self._impl = load_module(self.impl_path)
-        return self._impl
 
     @property
     def file(self) -> str:
@@ -187,7 +181,7 @@ class Ctx:
         shown = ", ".join([fmt_vec(like)] + [repr(a) if not isinstance(a, torch.Tensor) else fmt_vec(a) for a in args[1:]])
         out = _noting(f"called {name}({shown})", self.fn(name), *args, **kwargs)
         if not isinstance(out, torch.Tensor) or out.shape != like.shape or not out.is_floating_point():
-            raise Fail(f"called {name}({fmt_vec(like)}, ...) -> {describe(out)}",
+            raise Fail(f"called {name}({shown}) -> {describe(out)}",
                        self.t(f"期望：一个形状为 {list(like.shape)} 的浮点张量", f"expected a floating tensor of shape {list(like.shape)}"),
                        where=name)
         if torch.isnan(out).any():

@@ -124,19 +124,18 @@ def run(problem_name: str, impl: str, device: str, lang: str, ids: list, emit) -
     for check_id in ids:
         check = by_id[check_id]
         emit({"event": "start", "id": check_id})
-        ctx = Ctx(problem=problem, impl_path=str(impl_path), device=device, lang=lang)
-        box = {}
-        result = {"status": "pass"}
+        ctx, box, result = None, {}, {"status": "pass"}
         with captured_output(box):
             try:
-                ctx._impl = load_module(impl_path)   # a fresh copy: no state carried over from other checks
+                impl = load_module(impl_path)        # a fresh copy: no state carried over from other checks
                 state.restore()                      # and whatever its import changed in torch is undone
+                ctx = Ctx(problem=problem, impl=impl, impl_path=str(impl_path), device=device, lang=lang)
                 check.fn(ctx)
                 result["lines"] = list(ctx.notes)
             except BaseException as exc:  # noqa: BLE001
                 result = classify(exc, impl_path, lang)
                 result["traceback"] = "".join(traceback.format_exception(exc))
-        if result.get("where_name") and ctx._impl is not None:
+        if result.get("where_name") and ctx is not None:
             result["where"] = ctx.where(result.pop("where_name"))
         state.restore()
         emit({"event": "end", "id": check_id, **result, **box})
