@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from course import problems
-from tests.self import mutants
+from tests.self import mutants, mutants_fast
 from tests.self.helpers import check_ids, mutate, run
 
 PROBLEMS = [name for name, p in problems.problems().items() if p.path("solution").exists()]
@@ -30,7 +30,7 @@ def test_stub_fails_every_check_as_not_implemented(problem):
     assert all("not implemented yet" in r.lines[0] for r in results.values())
 
 
-ALL_MUTANTS = [("p08", m) for m in mutants.P08] + [("p08-fast", m) for m in getattr(mutants, "P08_FAST", [])]
+ALL_MUTANTS = [("p08", m) for m in mutants.P08] + [("p08-fast", m) for m in mutants_fast.P08_FAST]
 
 
 @pytest.mark.parametrize("problem,mutant", ALL_MUTANTS, ids=[f"{p}-{m.name}" for p, m in ALL_MUTANTS])
@@ -40,6 +40,9 @@ def test_mutant_fails_the_check_aimed_at_it(problem, mutant, tmp_path):
     assert result.status in ("fail", "error"), \
         f"mutant {mutant.name} ({mutant.bug}): check {mutant.aimed_at} returned {result.status}, expected a failure"
     assert result.lines and all(line.strip() for line in result.lines)
+    text = " ".join(result.lines)
+    assert mutant.phrase.lower() in text.lower(), \
+        f"mutant {mutant.name} ({mutant.bug}): {mutant.aimed_at} failed, but its report does not say {mutant.phrase!r}: {text}"
 
 
 def test_there_are_enough_mutants_and_each_targets_a_real_check():

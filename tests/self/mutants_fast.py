@@ -1,0 +1,25 @@
+"""Known-buggy variants of the fast path (solutions/p08_sampler_fast.py), as text patches, and the check
+each one must fail (see tests/self/mutants.py for the format)."""
+from tests.self.mutants import Mutant
+
+P08_FAST = [
+    Mutant("blog_drops_crossing_token", "F3", (("n_top_p = 1 + _first_true(cs[:, :-1] >= top_p * mass)",
+                                                "n_top_p = _first_true(cs > top_p * mass).clamp(min=1)"),),
+           "blog bug 1: keeps only cumsum <= top_p"),
+    Mutant("blog_clamp_min_floor", "F2", (("e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0)",
+                                           "e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0).clamp_min(1e-9)"),),
+           "blog bug 2: clamp_min(1e-9) after masking"),
+    Mutant("blog_global_rng", "F4", (("draws.append(torch.rand(1, generator=generator, dtype=torch.float64, device=device))",
+                                      "draws.append(torch.rand(1, dtype=torch.float64, device=device))"),),
+           "blog bug 3: one global RNG"),
+    Mutant("window_taken_as_whole_row", "F1", (("filter_window(z, *knobs, complete=width == vocab)",
+                                                "filter_window(z, *knobs, complete=True)"),),
+           "never widens the top-p window"),
+    Mutant("greedy_rows_unpenalized", "E1.greedy", (("tokens[greedy] = torch.argmax(_take(x, greedy), dim=-1)",
+                                                     "tokens[greedy] = torch.argmax(_take(logits.float(), greedy), dim=-1)"),),
+           "greedy rows skip the penalty"),
+    Mutant("fast_free_keeps_generator", "I5", (("        self._seeded.pop(req_id, None)", "        pass"),), "free() keeps the generator"),
+    Mutant("full_vocab_sort_always", "F5", (("parts, to_sort, todo = [], [], list(top_k_rows)",
+                                             "parts, to_sort, todo = [], list(top_k_rows), []"),),
+           "sorts the whole vocabulary for every top-k row (the 'before' of seed 004)"),
+]
