@@ -49,11 +49,15 @@ def check(check_id, title_zh, title_en, hint, problems=("p08",), needs=()):
 
 
 def checks_for(problem) -> list:
-    """The checks of a problem (course.problems.Problem), in the order of its check modules."""
+    """The checks of a problem (course.problems.Problem), in the order of its check modules, each family
+    (E1, I3, ...) kept together: E1.history, declared in a later module, runs right after E1's others."""
     import importlib
     modules = [importlib.import_module(name) for name in problem.checks]
     names = {m.__name__ for m in modules}
-    return [c for c in _REGISTRY if problem.name in c.problems and c.fn.__module__ in names]
+    chosen = [c for c in _REGISTRY if problem.name in c.problems and c.fn.__module__ in names]
+    chosen.sort(key=lambda c: list(problem.checks).index(c.fn.__module__))
+    families = list(dict.fromkeys(c.id.split(".")[0] for c in chosen))
+    return sorted(chosen, key=lambda c: families.index(c.id.split(".")[0]))
 
 
 class Fail(Exception):

@@ -83,11 +83,12 @@ def grade(args) -> int:
     by_id = {c.id: c for c in checks}
     color = report.use_color()
     lang, passed, total, failed = args.lang, 0, 0, []
+    collapser = report.Collapser(lang, args.verbose, color)
     for device in devices:
         print(f"{problem.title(lang)} — {relpath(impl)} · {device}", flush=True)
 
-        def on_result(result, device=device):
-            print("\n".join(report.render_result(result, by_id.get(result.id), lang, args.verbose, color)), flush=True)
+        def on_result(result):
+            print("\n".join(collapser.render(result, by_id.get(result.id))), flush=True)
 
         run = run_checks(problem, impl, device, lang, [c.id for c in checks], args.timeout, on_result)
         total += len(checks)
@@ -100,7 +101,7 @@ def grade(args) -> int:
                    for r in run.results if not r.passed]
     if not args.device and not cuda:
         print(pick(lang, "cuda：跳过（torch 没有看到 GPU）", "cuda: skipped (torch sees no GPU)"))
-    print("\n".join(report.summary(passed, total, failed, lang, color)))
+    print("\n".join(collapser.tail() + report.summary(passed, total, failed, lang, color)))
     if impl == problem.path("stub"):
         state.record_grade(problem.name, passed, total, ",".join(devices))
     if passed == total and total:

@@ -24,9 +24,10 @@ class Stream:
     params: object
     row_seed: int
     tokens: list = field(default_factory=list)
+    shift: float = 0.0           # added to every logit: a row near 120 beside rows near 0
 
     def row(self, vocab: int) -> torch.Tensor:
-        return row_for(self.row_seed, len(self.tokens), vocab)
+        return row_for(self.row_seed, len(self.tokens), vocab) + self.shift
 
 
 def step_batch(sampler, sample, streams, vocab, device, dtype=torch.float32) -> list:
@@ -56,6 +57,7 @@ class Traffic:
     join: float = 0.5
     leave: float = 0.25
     sit_out: float = 0.0
+    shift: float = 0.0           # peers' logits are offset by this much (the targets' are not)
 
 
 def mixed(make_sampler, sample, targets, steps, vocab, device, traffic: Traffic, seed: int,
@@ -74,7 +76,7 @@ def mixed(make_sampler, sample, targets, steps, vocab, device, traffic: Traffic,
                 peers.remove(peer)
                 sampler.free(peer.req_id)
         while len(peers) < traffic.max_peers and rng.random() < traffic.join:
-            peers.append(Stream(f"peer{next_peer % 5}", traffic.make_params(rng), 10_000 + next_peer))
+            peers.append(Stream(f"peer{next_peer % 5}", traffic.make_params(rng), 10_000 + next_peer, shift=traffic.shift))
             next_peer += 1
             if any(p.req_id == peers[-1].req_id for p in peers[:-1]):   # ids are reused only after free
                 peers.pop()

@@ -74,6 +74,26 @@ def cut_is_clear(values, top_k, top_p, margin=1e-4) -> bool:
     return True
 
 
+def ambiguous_tokens(row, params, prev_tokens=(), margin=1e-4) -> set:
+    """Tokens whose kept-or-removed status two correct fp32 samplers may decide differently: a 'mass before'
+    within `margin` of top_p, or a tie in value straddling the top-p cut. Empty for greedy rows."""
+    values = penalize(row, prev_tokens, params.repetition_penalty)
+    if params.temperature < GREEDY_TEMPERATURE or not 0 < params.top_p < 1:
+        return set()
+    values = top_k_filter([x / params.temperature for x in values], params.top_k)
+    probs, order = softmax(values), descending_order(values)
+    out, before, cut = set(), 0.0, None
+    for rank, i in enumerate(order):
+        if rank > 0 and abs(before - params.top_p) < margin:
+            out.add(i)
+        if rank > 0 and cut is None and before >= params.top_p:
+            cut = rank
+        before += probs[i]
+    if cut is not None and values[order[cut]] == values[order[cut - 1]]:
+        out |= {i for i in order if values[i] == values[order[cut]]}
+    return out
+
+
 def filtered_probs(row, temperature=1.0, top_k=-1, top_p=1.0, repetition_penalty=1.0, prev_tokens=()) -> list:
     """The distribution a correct sampler draws this row's token from (greedy rows: one-hot at argmax)."""
     values = penalize(row, prev_tokens, repetition_penalty)

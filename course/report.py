@@ -68,6 +68,44 @@ def render_result(result, check, lang: str, verbose: bool, color: bool) -> list:
     return out
 
 
+class Collapser:
+    """Renders results one by one; a failure identical to an earlier one (the same crash at the same line,
+    the same wrong return) is shown once, and its repeats as one line each, listed again at the end."""
+
+    def __init__(self, lang: str, verbose: bool, color: bool):
+        self.lang, self.verbose, self.color = lang, verbose, color
+        self.first = {}          # key -> title of the first check that showed it
+        self.repeats = {}        # key -> [titles of later checks with the same failure]
+
+    @staticmethod
+    def key(result):
+        if result.passed or result.status in ("todo", "skip") or not result.lines:
+            return None
+        text = result.lines[0] if result.status != "fail" else "\n".join(result.lines)
+        return result.status, text, result.where
+
+    def render(self, result, check) -> list:
+        if self.verbose or (key := self.key(result)) is None:
+            return render_result(result, check, self.lang, self.verbose, self.color)
+        title = check.title(self.lang) if check else result.id
+        if key not in self.first:
+            self.first[key] = result.id
+            return render_result(result, check, self.lang, self.verbose, self.color)
+        self.repeats.setdefault(key, []).append(result.id)
+        first = self.first[key]
+        return [f"  {_color('31', '✗', self.color)} {title}",
+                pick(self.lang, f"      与 {first} 的失败相同（见上）", f"      the same failure as {first} (above)")]
+
+    def tail(self) -> list:
+        out = []
+        for key, titles in self.repeats.items():
+            first = self.first[key]
+            shown = ", ".join(titles)
+            out.append(pick(self.lang, f"{first} 的同一个失败还出现在另外 {len(titles)} 项检查中：{shown}",
+                            f"the failure of {first} repeats in {len(titles)} more checks: {shown}"))
+        return out
+
+
 def render_import_error(result, impl: str, lang: str, verbose: bool) -> list:
     if result.status == "timeout":
         head = pick(lang, f"✗ 导入 {impl} 没有在限定时间内结束（模块顶层有死循环？）",

@@ -91,7 +91,17 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
 
 
 def run(problem_name: str, impl: str, device: str, lang: str, ids: list, emit) -> None:
-    import torch  # noqa: F401  (imported before the learner's file, so its import time is not charged to it)
+    import torch  # (imported before the learner's file, so its import time is not charged to it)
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)      # checks are small; one thread cannot stall on a busy machine (OpenMP spin-waits)
+    try:
+        _run(problem_name, impl, device, lang, ids, emit)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(problem_name, impl, device, lang, ids, emit) -> None:
 
     from course.checks import Ctx, checks_for
     from course.loader import TorchState, load_module

@@ -6,6 +6,7 @@ import torch
 
 from course import oracle
 from course.checks import Fail, check, params_text
+from tests.p08 import diagnose
 
 BOTH = ("p08", "p08-fast")
 
@@ -35,11 +36,21 @@ def s0_low_precision_logits_in_fp32(ctx):
             for _ in range(60):
                 seen |= set(ctx.sample(sampler, logits, ["r"], [params], [[]]))
             if seen != allowed:
-                raise Fail(f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.6g}' for v in logits[0].tolist())}] "
-                           f"{str(dtype)[6:]}, top_p={top_p}) 60 times -> tokens {sorted(seen)}, expected {sorted(allowed)} "
-                           f"(fp32 probabilities {[round(p, 5) for p in expected]})",
-                           ctx.t("在 fp32 里算 softmax/cumsum：logits[i].float()；bf16 的舍入会改变 top-p 的保留集合",
-                                 "do softmax/cumsum in fp32 (logits[i].float()): bf16 rounding changes the top-p keep set"),
+                observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.6g}' for v in logits[0].tolist())}] "
+                            f"{str(dtype)[6:]}, top_p={top_p}) 60 times -> tokens {sorted(seen)}, expected {sorted(allowed)} "
+                            f"(fp32 probabilities {[round(p, 5) for p in expected]})")
+                as_fp32, fp32_sampler = ctx.tensor([[float(v) for v in logits[0].tolist()]]), ctx.sampler()
+                seen32 = set()
+                for _ in range(60):
+                    seen32 |= set(ctx.sample(fp32_sampler, as_fp32, ["r"], [params], [[]]))
+                if seen32 != allowed:                  # wrong in fp32 too: not a precision problem
+                    diagnose.earlier_step_first(ctx, observed, [(as_fp32[0].tolist(), params, [])], stream=True)
+                    raise Fail(observed, ctx.t(f"同一行直接给 fp32 也得到 {sorted(seen32)}：问题不在精度",
+                                               f"the same row given in fp32 also gives {sorted(seen32)}: not a precision problem"),
+                               hint=("p08", 2, "s5"), where=f"{ctx.sampler_name}.sample")
+                raise Fail(observed, ctx.t("同一行直接给 fp32 是对的：在 fp32 里算 softmax/cumsum（logits[i].float()）；bf16 的舍入会改变 top-p 的保留集合",
+                                           "the same row given in fp32 is right: do softmax/cumsum in fp32 (logits[i].float()); "
+                                           "bf16 rounding changes the top-p keep set"),
                            where=f"{ctx.sampler_name}.sample")
 
 
@@ -58,8 +69,14 @@ def s6_output_contract(ctx):
               ctx.params(top_p=1e-6, seed=9), ctx.params(temperature=1e-7, repetition_penalty=1.1)]
     got = ctx.sample(ctx.sampler(), logits, ids, params, [[], [], [], [], [1]])
     if got != expected:
-        raise Fail(f"called {ctx.sampler_name}.sample(5 rows, req_ids={ids}) -> {got}, expected {expected}",
-                   ctx.t("第 i 个输出属于 req_ids[i]（别按 id 排序，别丢行）", "output i belongs to req_ids[i] (do not sort by id, do not drop rows)"),
+        observed = f"called {ctx.sampler_name}.sample(5 rows, req_ids={ids}) -> {got}, expected {expected}"
+        if sorted(got) == sorted(expected):
+            raise Fail(observed, ctx.t("每个 token 都对，但顺序变了：第 i 个输出属于 req_ids[i]（别按 id 排序）",
+                                       "every token is right but the order is not: output i belongs to req_ids[i] (do not sort by id)"),
+                       where=f"{ctx.sampler_name}.sample")
+        diagnose.earlier_step_first(ctx, observed, [(rows[i], params[i], prev) for i, prev in enumerate([[], [], [], [], [1]])],
+                                    greedy=True)
+        raise Fail(observed, ctx.t("第 i 个输出属于 req_ids[i]（别按 id 排序，别丢行）", "output i belongs to req_ids[i] (do not sort by id, do not drop rows)"),
                    where=f"{ctx.sampler_name}.sample")
     one = ctx.sample(ctx.sampler(), ctx.tensor([rows[0]]), ["solo"], [ctx.params(temperature=0.0)], [[]])
     if one != [expected[0]]:
@@ -97,6 +114,43 @@ def s_order_of_steps(ctx):
         for _ in range(draws):
             seen |= set(ctx.sample(sampler, ctx.tensor([row]), ["r"], [params], [prev]))
         if seen != allowed:
-            raise Fail(f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
-                       f"prev_tokens={prev}) {draws} times -> tokens {sorted(seen)}, expected {sorted(allowed)}",
-                       ctx.t(*why), hint=hint, where=f"{ctx.sampler_name}.sample")
+            observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
+                        f"prev_tokens={prev}) {draws} times -> tokens {sorted(seen)}, expected {sorted(allowed)}")
+            diagnose.earlier_step_first(ctx, observed, [(row, params, prev)], stream=True,
+                                        temperature=params.temperature != 1.0, penalty=params.repetition_penalty != 1.0)
+            orders = [(kept_set_in_order(row, params, prev, steps), label) for steps, label in WRONG_ORDERS]
+            matches = [ctx.t(*label) for s, label in orders if s == seen]
+            if len(matches) == 1:
+                raise Fail(observed, ctx.t(f"这正是下面这种顺序得到的集合：{matches[0]}。", f"that is the set this order gives: "
+                                           f"{matches[0]}. ") + ctx.t(*why), hint=hint, where=f"{ctx.sampler_name}.sample")
+            raise Fail(observed, ctx.t("你的每一步单独都对，但 sample() 组合它们的方式不对：顺序是 penalty → greedy → 温度 → top-k → top-p",
+                                       "each of your steps is right on its own, but sample() combines them wrongly: the order is "
+                                       "penalty -> greedy -> temperature -> top-k -> top-p"),
+                       hint=hint, where=f"{ctx.sampler_name}.sample")
+
+
+WRONG_ORDERS = [  # (steps in the order a sampler might run them, (zh, en))
+    (("top_k", "penalty", "temperature", "top_p"), ("top-k 在 penalty 之前", "top-k before the penalty")),
+    (("penalty", "temperature", "top_p", "top_k"), ("top-p 在 top-k 之前", "top-p before top-k")),
+    (("penalty", "top_k", "top_p", "temperature"), ("温度在 top-k/top-p 之后", "the temperature after top-k/top-p")),
+    (("penalty", "temperature", "top_k", "top_p_raw"), ("top-p 用的是 top-k 之前的分布", "top-p on the distribution before top-k")),
+]
+
+
+def kept_set_in_order(row, params, prev, order):
+    """The kept set when the steps run in `order` (the oracle's pieces), e.g. top-p before top-k."""
+    values, original = list(row), None
+    for step in order:
+        if step == "penalty":
+            values = oracle.penalize(values, prev, params.repetition_penalty)
+        elif step == "temperature":
+            values = [v / params.temperature for v in values]
+        elif step == "top_k":
+            original = values
+            values = oracle.top_k_filter(values, params.top_k)
+        elif step == "top_p":
+            values = oracle.top_p_filter(values, params.top_p)
+        else:                                        # top_p decided on the values before top-k, applied after it
+            decided = oracle.top_p_filter(original, params.top_p)
+            values = [v if d != float("-inf") else d for v, d in zip(values, decided)]
+    return oracle.kept(oracle.softmax(values))

@@ -5,6 +5,7 @@ import torch
 
 from course import oracle
 from course.checks import Fail, check, fmt_set, fmt_vec, params_text
+from tests.p08 import diagnose
 
 PROBS = [0.5, 0.25, 0.15, 0.1]                       # the worked example's distribution at T = 1
 LOG_PROBS = [math.log(p) for p in PROBS]             # [-0.693, -1.386, -1.897, -2.303]
@@ -60,28 +61,59 @@ def e1_penalty_values(ctx):
         raise Fail(f"called apply_repetition_penalty({fmt_vec(row)}, prev_tokens=[4, 4, 4], penalty=2) -> token 4 = "
                    f"{out[4].item():.4g}, expected 1.0 (once, not 2.0 / 2 / 2 / 2 = 0.25)", hint=("p08", 1, "q1"),
                    where="apply_repetition_penalty")
+    below_one = ctx.tensor([3.0, -1.0, 0.5, -0.2])
+    out = ctx.vector("apply_repetition_penalty", below_one, [0, 1], 0.5)
+    if not torch.allclose(out.cpu().double(), torch.tensor([6.0, -0.5, 0.5, -0.2], dtype=torch.float64), atol=1e-5):
+        raise Fail(f"called apply_repetition_penalty([3.0, -1.0, 0.5, -0.2], prev_tokens=[0, 1], penalty=0.5) -> "
+                   f"{fmt_vec(out)}, expected [6, -0.5, 0.5, -0.2]",
+                   ctx.t("penalty < 1 也是同一条规则：正数 v / p（变大），负数 v * p（向 0 靠近）；不要写成“总是变小”",
+                         "penalty < 1 follows the same rule: positive v / p (grows), negative v * p (towards 0); not 'always lower'"),
+                   hint=("p08", 1, "q2"), where="apply_repetition_penalty")
+    long_history = [0] + [5 + i % 7 for i in range(3000)]          # token 0 seen once, 3000 tokens ago
+    wide = ctx.tensor([2.0] + [0.1 * j for j in range(1, 16)])
     cases = ((row, [1, 3], 1.0, "prev_tokens=[1, 3], penalty=1"), (row, [], 1.7, "prev_tokens=[], penalty=1.7"),
-             (logits, torch.tensor([1, 3, 3]), 1.5, "prev_tokens=tensor([1, 3, 3]), penalty=1.5"))
+             (logits, torch.tensor([1, 3, 3]), 1.5, "prev_tokens=tensor([1, 3, 3]), penalty=1.5"),
+             (row, [0, 2, 3], 0.8, "prev_tokens=[0, 2, 3], penalty=0.8"),
+             (wide, long_history, 1.3, "prev_tokens=[0, 5, 6, ...] (3001 ids, token 0 only first), penalty=1.3"))
     for base, prev, penalty, label in cases:
         out = ctx.vector("apply_repetition_penalty", base, prev, penalty)
         expected = oracle.penalize(base.tolist(), torch.as_tensor(prev, dtype=torch.long).tolist(), penalty)
         if not torch.allclose(out.cpu().double(), torch.tensor(expected, dtype=torch.float64), atol=1e-5):
+            wrong = [i for i, (a, b) in enumerate(zip(out.tolist(), expected)) if abs(a - b) > 1e-5]
             raise Fail(f"called apply_repetition_penalty({fmt_vec(base)}, {label}) -> {fmt_vec(out)}, expected {fmt_vec(expected)}",
+                       ctx.t(f"token {wrong[0]} 的值不对", f"token {wrong[0]} is wrong") + (
+                           ctx.t("：整个历史都算，不只是最近的一段", ": the whole history counts, not only its recent part")
+                           if len(prev) > 100 and wrong[0] == 0 else ""),
                        where="apply_repetition_penalty")
 
 
 @check("E1.greedy", "penalty 在 greedy 判断之前生效", "the penalty also applies to greedy rows",
        hint=("p08", 1, "q3"), problems=BOTH)
 def e1_greedy_after_penalty(ctx):
-    logits = ctx.tensor([[3.0, -1.0, 2.5, -0.2]])
+    row = [3.0, -1.0, 2.5, -0.2]
     for temperature in (0.0, 1e-6):
         params = ctx.params(temperature=temperature, repetition_penalty=1.5)
-        got = ctx.sample(ctx.sampler(), logits, ["r"], [params], [[0]])
+        call = f"called {ctx.sampler_name}.sample([[3.0, -1.0, 2.5, -0.2]], ['r'], [{params_text(params)}], prev_tokens=[[0]])"
+        try:
+            got = ctx.sample(ctx.sampler(), ctx.tensor([row]), ["r"], [params], [[0]])
+        except Exception as exc:  # noqa: BLE001 - explained below when an earlier step is the cause, else re-raised
+            if isinstance(exc, NotImplementedError):
+                raise
+            diagnose.earlier_step_first(ctx, f"{call} raised {type(exc).__name__}", [(row, params, [0])], greedy=True)
+            raise
         if got != [2]:
-            raise Fail(f"called {ctx.sampler_name}.sample([[3.0, -1.0, 2.5, -0.2]], ['r'], [{params_text(params)}], "
-                       f"prev_tokens=[[0]]) -> {got}, expected [2]",
-                       ctx.t("token 0 罚后 3.0/1.5 = 2.0 < 2.5，greedy 应改选 token 2：penalty 要在 greedy 判断之前",
-                             "token 0 becomes 3.0/1.5 = 2.0 < 2.5, so greedy picks token 2: penalise before the greedy test"),
+            diagnose.earlier_step_first(ctx, f"{call} -> {got}, expected [2]", [(row, params, [0])], greedy=True)
+            sampled = ctx.params(top_k=1, repetition_penalty=1.5, seed=3)
+            if ctx.sample(ctx.sampler(), ctx.tensor([row]), ["r"], [sampled], [[0]]) != [2]:
+                raise Fail(f"{call} -> {got}, expected [2]",
+                           ctx.t("用 top_k=1 的非 greedy 行也一样选了 token 0：sample() 根本没有用 prev_tokens[i] 做 penalty",
+                                 "a non-greedy row with top_k=1 also picks token 0: sample() does not apply the penalty with "
+                                 "prev_tokens[i] at all"), hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+            raise Fail(f"{call} -> {got}, expected [2]",
+                       ctx.t("token 0 罚后 3.0/1.5 = 2.0 < 2.5，greedy 应改选 token 2；不加 penalty 的 greedy 行是对的，"
+                             "所以是 penalty 放在了 greedy 判断之后：penalty 要在 greedy 判断之前",
+                             "token 0 becomes 3.0/1.5 = 2.0 < 2.5, so greedy picks token 2; greedy rows without a penalty are "
+                             "right, so the penalty comes after the greedy test: penalise before it"),
                        where=f"{ctx.sampler_name}.sample")
 
 
@@ -103,12 +135,15 @@ def e2_top_k_keep_sets(ctx):
     shuffled = ctx.tensor([0.1, 2.0, float("-inf"), 1.5, -0.7, 0.9])
     for k, keep in ((2, {1, 3}), (5, {0, 1, 3, 4, 5}), (4, {0, 1, 3, 5})):
         expect_filter(ctx, "apply_top_k", shuffled, f"top_k={k}", ctx.vector("apply_top_k", shuffled, k), keep, ("p08", 1, "q5"))
-    ties = ctx.tensor([1.0, 3.0, 2.0, 2.0, 0.5])
-    out = ctx.vector("apply_top_k", ties, 2)
-    got = kept_ids(out)
-    if not ({1} < got <= {1, 2, 3}) or not ({1, 2} <= got or {1, 3} <= got):
-        raise Fail(f"called apply_top_k({fmt_vec(ties)}, top_k=2) -> kept {fmt_set(got)}, expected {{1, 2, 3}} "
-                   f"(or {{1, 2}} / {{1, 3}}: ties at the k-th value may keep more)", where="apply_top_k")
+    for values, k, keep in (([1.0, 3.0, 2.0, 2.0, 0.5], 2, {1, 2, 3}), ([0.5, 1.0, 1.0, 1.0, 1.0, 0.0], 1, {1, 2, 3, 4}),
+                            ([2.0, 0.0, 1.0, 0.0, 0.0, -1.0], 3, {0, 1, 2, 3, 4})):
+        ties = ctx.tensor(values)
+        got = kept_ids(ctx.vector("apply_top_k", ties, k))
+        if got != keep:
+            raise Fail(f"called apply_top_k({fmt_vec(ties)}, top_k={k}) -> kept {fmt_set(got)}, expected {fmt_set(keep)}",
+                       ctx.t("和第 k 大的值相等的 token 都要留下（保留 >= 第 k 大的值），不是恰好 k 个",
+                             "every token tied with the k-th largest value stays (keep values >= the k-th), not exactly k"),
+                       hint=("p08", 1, "q5"), where="apply_top_k")
 
 
 @check("E2.top_p", "top-p 保留集合（越过阈值的 token 要留下）", "top-p keep sets (the token that crosses top_p stays)",
@@ -131,6 +166,17 @@ def e2_top_p_keep_sets(ctx):
                       keep, ("p08", 2, "s5"))
     with_inf = ctx.tensor([float("-inf"), LOG_PROBS[1], float("-inf"), LOG_PROBS[0], LOG_PROBS[2]])
     expect_filter(ctx, "apply_top_p", with_inf, "top_p=0.6", ctx.vector("apply_top_p", with_inf, 0.6), {1, 3}, ("p08", 1, "q4"))
+    # exact boundaries: 4 equal logits have probs 0.25 each, exact in fp32, so 'mass before' hits top_p exactly
+    equal = ctx.tensor([1.5] * 4 + [float("-inf")] * 2)
+    for top_p, count in ((0.25, 1), (0.5, 2), (0.75, 3)):
+        got = kept_ids(ctx.vector("apply_top_p", equal, top_p))
+        if len(got) != count or not got <= {0, 1, 2, 3}:
+            raise Fail(f"called apply_top_p({fmt_vec(equal)}, top_p={top_p}) -> kept {fmt_set(got)}, expected {count} of the "
+                       f"4 equal tokens",
+                       ctx.t(f"第 {count + 1} 个 token 之前的质量恰好是 {top_p}，已经达到 top_p：它要被删掉（mass_before >= top_p，不是 >）",
+                             f"the mass before token {count + 1} is exactly {top_p}, which already reaches top_p: it is removed "
+                             f"(mass before >= top_p, not >)"),
+                       hint=("p08", 1, "q4"), where="apply_top_p")
 
 
 @check("E2.trace", "逐步追踪：top_k=3 再 top_p=0.6", "the worked trace: top_k=3, then top_p=0.6",
@@ -172,15 +218,26 @@ def draw_many(ctx, settings, draws, vocab_row, first_seed):
     return counts
 
 
-def expect_distribution(ctx, label, counts, expected, draws, hint):
+def expect_distribution(ctx, label, counts, expected, draws, hint, case=None):
+    """Fail unless counts fit expected (6 sigma). case = (row, params, prev): on a failure, first rule out an
+    earlier step (the learner's own pieces on this row, the seeded stream), then name a known mistake the
+    draws fit, if exactly one does."""
     bad = oracle.sigma_violations(counts, expected, draws)
-    if bad:
-        token, observed, p, allowed = bad[0]
-        freqs = fmt_vec([c / draws for c in counts])
-        raise Fail(f"{label}: {draws} draws -> frequencies {freqs}, expected {fmt_vec(expected)}",
-                   ctx.t(f"token {token}: 观测 {observed:.3f}，期望 {p:.3f}（允许 ±{allowed:.3f}，6 个标准差）",
-                         f"token {token}: observed {observed:.3f}, expected {p:.3f} (allowed ±{allowed:.3f}, 6 standard deviations)"),
-                   hint=hint, where=f"{ctx.sampler_name}.sample")
+    if not bad:
+        return
+    token, observed, p, allowed = bad[0]
+    freqs = fmt_vec([c / draws for c in counts])
+    head = f"{label}: {draws} draws -> frequencies {freqs}, expected {fmt_vec(expected)}"
+    detail = ctx.t(f"token {token}: 观测 {observed:.3f}，期望 {p:.3f}（允许 ±{allowed:.3f}，6 个标准差）",
+                   f"token {token}: observed {observed:.3f}, expected {p:.3f} (allowed ±{allowed:.3f}, 6 standard deviations)")
+    if case is not None:
+        row, params, prev = case
+        diagnose.earlier_step_first(ctx, head, [case], stream=True)
+        mistake = diagnose.matching_mistake(ctx, counts, draws, row, params, prev)
+        if mistake:
+            raise Fail(head, detail, ctx.t(f"抽样结果正好符合这种错误：{mistake}", f"the draws fit exactly this mistake: {mistake}"),
+                       hint=hint, where=f"{ctx.sampler_name}.sample")
+    raise Fail(head, detail, hint=hint, where=f"{ctx.sampler_name}.sample")
 
 
 @check("E2.temperature", "温度表与 top_k=2 的经验分布", "the temperature table and top_k=2, drawn",
@@ -191,7 +248,8 @@ def e2_temperatures_drawn(ctx):
     counts = draw_many(ctx, settings, draws, LOG_PROBS, first_seed=1000)
     for kwargs, c in zip(settings, counts):
         expected = oracle.filtered_probs(LOG_PROBS, **kwargs)
-        expect_distribution(ctx, f"sample(log {PROBS}, {kwargs})", c, expected, draws, ("p08", 1, "e2"))
+        expect_distribution(ctx, f"sample(log {PROBS}, {kwargs})", c, expected, draws, ("p08", 1, "e2"),
+                            case=(LOG_PROBS, ctx.params(**kwargs), []))
 
 
 # ---- E3 ----------------------------------------------------------------------------------------------

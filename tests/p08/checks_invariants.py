@@ -5,6 +5,7 @@ import torch
 
 from course import drive, oracle
 from course.checks import Fail, check, fmt_vec, params_text
+from tests.p08 import diagnose
 from tests.p08.checks_examples import E3_ROW, LOG_PROBS, expect_distribution
 
 BOTH = ("p08", "p08-fast")
@@ -41,50 +42,126 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
         ("one unseeded peer", targets[:1], drive.Traffic(lambda rng: P(), max_peers=1, join=1.0, leave=0.0), 4),
         ("one seeded peer", targets[:1], drive.Traffic(lambda rng: P(seed=11), max_peers=1, join=1.0, leave=0.0), 4),
         ("two requests with the same seed", [targets[4], ("t4b", P(seed=123), 5)], drive.Traffic(lambda rng: P(), 0), 4),
+        ("seed=0 beside unseeded peers", [("z0", P(seed=0, top_k=20), 7)],
+         drive.Traffic(lambda rng: P(), max_peers=2, join=1.0, leave=0.0), 4),
+        ("a peer row whose logits are near 120", targets[:2] + targets[4:5],
+         drive.Traffic(lambda rng: P(seed=77, top_p=0.9), max_peers=1, join=1.0, leave=0.0, shift=120.0), 4),
         ("peers that join, leave and change", targets, drive.Traffic(peer_params(ctx)), steps),
         ("joining a sampler that has served others for 5 steps", targets[:3], drive.Traffic(peer_params(ctx)), 6),
         ("targets that sit some steps out (not scheduled) and come back", targets[:4],
          drive.Traffic(peer_params(ctx), sit_out=0.4), 8),
     ]
     for name, group, traffic, n in scenarios:
-        log, warmup = [], 5 if name.startswith("joining") else 0
-        together = drive.mixed(ctx.sampler, sample_fn(ctx), group, n, vocab, ctx.device, traffic, seed=8, log=log,
+        mismatch = first_mismatch(ctx, group, traffic, n, vocab, warmup=5 if name.startswith("joining") else 0)
+        if mismatch is None:
+            continue
+        lines = mismatch
+        if name.startswith("seed=0") and first_mismatch(ctx, [("z1", P(seed=1, top_k=20), 7)], traffic, n, vocab) is None:
+            why = ctx.t("同样的场景 seed=1 没问题，seed=0 就不行：0 也是一个 seed（`if not seed` / `if params.seed:` 把 0 当成了没有 seed，要写 `is None`）",
+                        "the same scenario with seed=1 passes, with seed=0 it fails: 0 is a seed too (`if not seed` / "
+                        "`if params.seed:` treat 0 as no seed; test `seed is None`)")
+        elif traffic.shift and first_mismatch(ctx, group, drive.Traffic(traffic.make_params, max_peers=1, join=1.0, leave=0.0),
+                                              n, vocab) is None:
+            why = ctx.t("同伴的 logits 在 0 附近时没问题，在 120 附近时就变了：有个 max 或 sum 是跨整个 batch 算的，要按行（dim=-1）",
+                        "with the peer's logits near 0 it passes, near 120 it fails: a max or a sum is taken over the whole "
+                        "batch; take it per row (dim=-1)")
+        elif leak := filter_leak(ctx, mismatch, vocab):
+            why = ctx.t(f"{leak}：某一行的过滤/penalty 受到了同批其他行的影响（整批共用的 k、p、max，或历史混在一起），不是随机数的问题",
+                        f"{leak}: one row's filtering or penalty depends on the other rows (a batch-wide k, p or max, or mixed "
+                        f"histories), not a matter of random numbers")
+        else:
+            why = ctx.t("带 seed 的请求只能消费它自己的 generator：不能整批共用一个、不能按 seed 共用、不能对 [B, V] 调一次 multinomial",
+                        "a seeded request may only draw from its own generator: not one for the batch, not one per seed, "
+                        "not one multinomial over [B, V]")
+            unseeded_peer = name == "one unseeded peer"
+            if unseeded_peer:
+                why += ctx.t("（这里唯一的同伴没有 seed：没 seed 的请求用共享 generator，不能动到带 seed 的）",
+                             " (the only peer here is unseeded: unseeded requests use the shared generator, never a seeded one's)")
+        raise Fail(f"scenario '{name}': {lines[0]}", lines[1], why, where=f"{ctx.sampler_name}.sample")
+
+
+def first_mismatch(ctx, group, traffic, steps, vocab, warmup=0):
+    """None when every target draws the same tokens mixed as alone; else two lines saying where they differ.
+    An exception inside the mixed run (e.g. NaN from a batch-wide max) counts as a mismatch."""
+    log = []
+    try:
+        together = drive.mixed(ctx.sampler, sample_fn(ctx), group, steps, vocab, ctx.device, traffic, seed=8, log=log,
                                warmup=warmup)
+    except Fail:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a mismatch if the targets run alone without it, else the crash itself
+        if isinstance(exc, NotImplementedError):
+            raise
         for req_id, params, row_seed in group:
-            alone = drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, n, vocab, ctx.device)
-            if together[req_id] != alone:
-                step = next(i for i, (a, b) in enumerate(zip(alone, together[req_id])) if a != b)
-                raise Fail(f"request {req_id!r} ({params_text(params)}), scenario '{name}': alone -> {alone}",
-                           f"in shuffled batches -> {together[req_id]}; first difference at its draw {step}, "
-                           f"batch {[ids for _, ids in log if req_id in ids][step]}",
-                           ctx.t("带 seed 的请求只能消费它自己的 generator：不能整批共用一个、不能按 seed 共用、不能对 [B, V] 调一次 multinomial",
-                                 "a seeded request may only draw from its own generator: not one for the batch, not one per seed, "
-                                 "not one multinomial over [B, V]"),
-                           where=f"{ctx.sampler_name}.sample")
+            drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, steps, vocab, ctx.device)
+        return [f"in mixed batches {ctx.sampler_name}.sample raised {type(exc).__name__}: {str(exc)[:100]}",
+                f"(batch of the failing step: {log[-1][1] if log else '?'})"]
+    for req_id, params, row_seed in group:
+        alone = drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, steps, vocab, ctx.device)
+        if together[req_id] != alone:
+            step = next(i for i, (a, b) in enumerate(zip(alone, together[req_id])) if a != b)
+            return Mismatch([f"request {req_id!r} ({params_text(params)}) alone -> {alone}",
+                             f"in shuffled batches -> {together[req_id]}; first difference at its draw {step}, "
+                             f"batch {[ids for _, ids in log if req_id in ids][step]}"],
+                            params, row_seed, alone[:step], together[req_id][step])
+    return None
+
+
+class Mismatch(list):
+    """The two lines of a mismatch, plus what it takes to re-derive the row: params, row_seed, history, token."""
+
+    def __init__(self, lines, params, row_seed, history, mixed_token):
+        super().__init__(lines)
+        self.params, self.row_seed, self.history, self.mixed_token = params, row_seed, history, mixed_token
+
+
+def filter_leak(ctx, mismatch, vocab):
+    """A sentence when the mixed run's token is one the row's own rule rules out (probability 0, or not the
+    argmax of a greedy row): then the peers changed the filtering, not the randomness. Else None."""
+    if not isinstance(mismatch, Mismatch):
+        return None
+    row = drive.row_for(mismatch.row_seed, len(mismatch.history), vocab).tolist()
+    probs = oracle.probs_for(row, mismatch.params, mismatch.history)
+    if probs[mismatch.mixed_token] == 0 and mismatch.mixed_token not in oracle.ambiguous_tokens(row, mismatch.params, mismatch.history):
+        return ctx.t(f"在 batch 里这一行得到 token {mismatch.mixed_token}，而按它自己的参数这个 token 的概率是 0",
+                     f"in the batch this row produced token {mismatch.mixed_token}, which its own params give probability 0")
+    return None
 
 
 # ---- I2 ----------------------------------------------------------------------------------------------
 @check("I2", "无副作用：调用后输入逐位不变", "no side effects on inputs", hint=("p08", 2, "traps"), problems=BOTH)
 def i2_inputs_never_modified(ctx):
     g = torch.Generator().manual_seed(2)
+    P = ctx.params
+    paths = [  # (params, history): every path a sampler may take, with and without a penalty
+        (P(repetition_penalty=1.5, temperature=0.7, top_k=5, top_p=0.8, seed=1), [1, 2, 2]),
+        (P(temperature=0.0, repetition_penalty=2.0), []), (P(repetition_penalty=1.3, seed=2), [5, 0]),
+        (P(temperature=0.0), []), (P(temperature=0.7, seed=3), []), (P(temperature=0.7, top_k=4, seed=4), []),
+        (P(temperature=1.3, top_p=0.6, seed=5), []), (P(temperature=0.5, top_k=3, top_p=0.7), []), (P(), []),
+        (P(top_k=1), []), (P(temperature=1e-6, top_p=0.5), [3]), (P(repetition_penalty=0.7, top_k=6, seed=6), [4, 4]),
+    ]
     for dtype in (torch.float32, torch.bfloat16):
-        logits = (torch.randn(3, 16, generator=g) * 2).to(device=ctx.device, dtype=dtype)
-        before = logits.clone()
-        prev = [[1, 2, 2], [], [5, 0]]
-        prev_before, ids = copy.deepcopy(prev), ["x", "y", "z"]
-        params = [ctx.params(repetition_penalty=1.5, temperature=0.7, top_k=5, top_p=0.8, seed=1),
-                  ctx.params(temperature=0.0, repetition_penalty=2.0), ctx.params(repetition_penalty=1.3, seed=2)]
-        ctx.sample(ctx.sampler(), logits, ids, params, prev)
-        if not torch.equal(logits, before):
-            row, col = (logits != before).nonzero()[0].tolist()
-            raise Fail(f"called {ctx.sampler_name}.sample(logits [3, 16] {str(dtype)[6:]}, ...) changed logits[{row}, {col}]: "
-                       f"{before[row, col].item():.4g} -> {logits[row, col].item():.4g}",
-                       ctx.t("期望：调用方的 logits 不变（logits[i].float() 在 fp32 时不复制，原地改它就改了调用方的张量）",
-                             "expected the caller's logits untouched (logits[i].float() does not copy an fp32 row: editing it in place edits the caller's tensor)"),
-                       where=f"{ctx.sampler_name}.sample")
-        if prev != prev_before or ids != ["x", "y", "z"]:
-            raise Fail(f"called {ctx.sampler_name}.sample(..., prev_tokens={prev_before}) -> prev_tokens is now {prev}, req_ids {ids}",
-                       where=f"{ctx.sampler_name}.sample")
+        logits = (torch.randn(len(paths), 16, generator=g) * 2).to(device=ctx.device, dtype=dtype)
+        batches = [list(range(len(paths)))] + [[i] for i in range(len(paths))]      # the whole batch, then each alone
+        for rows in batches:
+            part = logits[rows].clone() if len(rows) == 1 else logits
+            before = part.clone()
+            prev = [list(paths[i][1]) for i in rows]
+            prev_before, ids = copy.deepcopy(prev), [f"x{i}" for i in rows]
+            params = [paths[i][0] for i in rows]
+            ctx.sample(ctx.sampler(), part, ids, params, prev)
+            if not torch.equal(part, before):
+                row, col = (part != before).nonzero()[0].tolist()
+                raise Fail(f"called {ctx.sampler_name}.sample(logits [{len(rows)}, 16] {str(dtype)[6:]}, ...) changed logits[{row}, {col}] "
+                           f"of the request with {params_text(params[row])}: {before[row, col].item():.4g} -> {part[row, col].item():.4g}",
+                           ctx.t("期望：调用方的 logits 不变（logits[i].float() 在 fp32 时不复制，某条路径原地改了它，就改了调用方的张量）",
+                                 "expected the caller's logits untouched (logits[i].float() does not copy an fp32 row: a path "
+                                 "that edits it in place edits the caller's tensor)"),
+                           where=f"{ctx.sampler_name}.sample")
+            if prev != prev_before or ids != [f"x{i}" for i in rows]:
+                raise Fail(f"called {ctx.sampler_name}.sample(..., prev_tokens={prev_before}) -> prev_tokens is now {prev}, req_ids {ids}",
+                           ctx.t("期望：prev_tokens 和 req_ids 不变（别原地排序或追加）", "expected prev_tokens and req_ids "
+                                 "untouched (no in-place sort or append)"), where=f"{ctx.sampler_name}.sample")
     if not ctx.has_functions:
         return
     row = torch.tensor([0.3, -1.2, 2.0, 0.7, -0.1], device=ctx.device)
@@ -110,12 +187,42 @@ def i3_greedy_equivalents(ctx):
         for seeded in (True, False):
             sampler = ctx.sampler()
             params = [ctx.params(seed=40 + i if seeded else None, **kwargs) for i in range(4)]
+            call = f"called {ctx.sampler_name}.sample(logits [4, 40], {params_text(params[0])})"
             for step in range(5):
-                got = ctx.sample(sampler, logits, ["a", "b", "c", "d"], params, [[]] * 4)
+                try:
+                    got = ctx.sample(sampler, logits, ["a", "b", "c", "d"], params, [[]] * 4)
+                except Exception as exc:  # noqa: BLE001 - explained when the cause is established, else re-raised
+                    if isinstance(exc, NotImplementedError):
+                        raise
+                    if kwargs.get("temperature") == 0.0 and runs_at(ctx, logits, 1e-6):
+                        raise Fail(f"{call} raised {type(exc).__name__}: {str(exc)[:100]}",
+                                   ctx.t("T = 0 时崩溃：先除以温度（x / 0 = inf，0 / 0 = NaN）再判断 greedy。先判断 T < 1e-5",
+                                         "T = 0 crashes: the row is divided by the temperature (x / 0 = inf, 0 / 0 = NaN) "
+                                         "before the greedy test. Test T < 1e-5 first"), hint=hint,
+                                   where=f"{ctx.sampler_name}.sample") from None
+                    raise
                 if got != argmax:
-                    raise Fail(f"called {ctx.sampler_name}.sample(logits [4, 40], {params_text(params[0])}) at step {step} "
-                               f"-> {got}, expected the argmax of each row {argmax}", hint=hint,
-                               where=f"{ctx.sampler_name}.sample")
+                    observed = f"{call} at step {step} -> {got}, expected the argmax of each row {argmax}"
+                    if kwargs.get("temperature") == 0.0 and got == (logits.cpu() / 0.0).argmax(-1).tolist():
+                        raise Fail(observed, ctx.t("结果正是 argmax(row / 0)：先除以温度再判断 greedy，除出来全是 ±inf",
+                                                   "the result is exactly argmax(row / 0): the division by the temperature "
+                                                   "comes before the greedy test, and gives ±inf"),
+                                   hint=hint, where=f"{ctx.sampler_name}.sample")
+                    cases = [(logits[i].tolist(), params[i], []) for i in range(4)]
+                    diagnose.earlier_step_first(ctx, observed, cases if "temperature" not in kwargs or len(kwargs) > 1 else [])
+                    raise Fail(observed, hint=hint, where=f"{ctx.sampler_name}.sample")
+
+
+def runs_at(ctx, logits, temperature) -> bool:
+    """Does sample() run without raising on these rows at this temperature?"""
+    try:
+        ctx.sample(ctx.sampler(), logits, [f"p{i}" for i in range(len(logits))],
+                   [ctx.params(temperature=temperature, seed=i) for i in range(len(logits))], [[]] * len(logits))
+    except NotImplementedError:
+        raise
+    except Exception:  # noqa: BLE001 - a probe
+        return False
+    return True
 
 
 # ---- I4 ----------------------------------------------------------------------------------------------
@@ -198,6 +305,25 @@ def i5_stream_continuity_and_reset(ctx):
     if other_seed != expected:
         raise Fail(f"free('q'), then 'q' reused with seed=22 -> {other_seed}, expected a fresh seed-22 stream {expected}",
                    where=f"{ctx.sampler_name}.free")
+    zero = []
+    for global_seed in (1, 2):                                    # seed=0 must not depend on torch's global seed
+        torch.manual_seed(global_seed)
+        zero.append(draws(ctx.sampler(), "z", 0, 8))
+    if zero[0] != zero[1]:
+        raise Fail(f"request 'z' with seed=0 in a fresh {ctx.sampler_name}, after torch.manual_seed(1) -> {zero[0]}, "
+                   f"after torch.manual_seed(2) -> {zero[1]}",
+                   ctx.t("0 也是一个 seed：`if not seed` / `if params.seed:` 把它当成了没有 seed，要写 `seed is None`",
+                         "0 is a seed too: `if not seed` / `if params.seed:` treat it as no seed; test `seed is None`"),
+                   where=method)
+    pair = ctx.sampler()
+    unseeded = [ctx.sample(pair, ctx.tensor([[0.0] * 64] * 2), ["u1", "u2"], [ctx.params(), ctx.params()], [[], []])
+                for _ in range(10)]
+    if all(a == b for a, b in unseeded):
+        raise Fail(f"two unseeded requests with the same 64 equal logits, 10 steps in one batch -> the same tokens "
+                   f"{[a for a, _ in unseeded]} for both",
+                   ctx.t("没有 seed 的请求共用 sampler 的一个 generator，一个接一个地消费它；不能各自用同一个常数 seed 新建",
+                         "unseeded requests share the sampler's one generator, consuming it in turn; they must not each get "
+                         "a generator made with the same constant seed"), where=method)
     one, two = ctx.sampler(), ctx.sampler()
     interleaved = [(draws(one, "q", 21, 1)[0], draws(two, "q", 21, 1)[0]) for _ in range(8)]
     if [a for a, _ in interleaved] != first or [b for _, b in interleaved] != first:
@@ -211,26 +337,40 @@ def i5_stream_continuity_and_reset(ctx):
 @check("I6", "经验分布 ≈ 过滤后的分布（一个请求抽几千步）", "empirical distribution matches the filtered one",
        hint=("p08", 2, "s6"), problems=BOTH)
 def i6_empirical_distribution(ctx):
-    rows = [LOG_PROBS + [-3.0, -3.5], LOG_PROBS + [-3.0, -3.5], E3_ROW, E3_ROW]
+    rows = [LOG_PROBS + [-3.0, -3.5], LOG_PROBS + [-3.0, -3.5], E3_ROW, E3_ROW, TIES_ROW, EQUAL_ROW]
     settings = [(dict(top_k=2, seed=61), []),
                 (dict(temperature=2.0, top_k=3, top_p=0.45, seed=62), []),
                 (dict(temperature=0.8, top_k=4, top_p=0.7, repetition_penalty=1.3, seed=63), [0, 5]),
-                (dict(temperature=1.3, top_p=0.9), [])]
+                (dict(temperature=1.3, top_p=0.9), []),
+                (dict(top_k=2, seed=64), []),                        # tokens 1 and 2 tie with the 2nd largest: 3 kept
+                (dict(top_p=0.5, seed=0), [])]                       # 4 equal tokens, 0.25 each: exactly 2 kept
     params = [ctx.params(**kw) for kw, _ in settings]
     prev = [list(p) for _, p in settings]
     expected = [oracle.probs_for(row, p, pv) for row, p, pv in zip(rows, params, prev)]
-    steps, sampler, ids = 2500, ctx.sampler(), ["k2", "mix", "pen", "free"]
+    steps, sampler, ids = 2500, ctx.sampler(), ["k2", "mix", "pen", "free", "ties", "equal"]
     logits = ctx.tensor(rows)
     counts = [[0] * 6 for _ in rows]
     for _ in range(steps):
         for r, t in enumerate(ctx.sample(sampler, logits, ids, params, prev)):
             counts[r][t] += 1
     for r, (kw, pv) in enumerate(settings):
+        label = f"request {ids[r]!r} ({params_text(params[r])}, prev_tokens={pv}) over {steps} steps"
         if max(counts[r]) == steps and max(expected[r]) < 1:
-            raise Fail(f"request {ids[r]!r} ({params_text(params[r])}): {steps} steps drew token "
-                       f"{counts[r].index(steps)} every time, expected {fmt_vec(expected[r])}",
-                       ctx.t("每一步都一样：generator 每步都重建了？", "the same token every step: is the generator rebuilt every step?"),
+            observed = f"{label}: drew token {counts[r].index(steps)} every time, expected {fmt_vec(expected[r])}"
+            diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)])
+            raise Fail(observed, ctx.t("每一步都一样：generator 每步都重建了？", "the same token every step: is the generator rebuilt every step?"),
                        hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
-        expect_distribution(ctx, f"request {ids[r]!r} ({params_text(params[r])}, prev_tokens={pv}) over {steps} steps",
-                            counts[r], expected[r], steps, ("p08", 2, "s6"))
+        if ids[r] == "equal":                                          # which 2 of the 4 is a tie rule: any 2 will do
+            drawn = sorted(i for i, c in enumerate(counts[r]) if c)
+            if len(drawn) != 2:
+                observed = f"{label} over [{fmt_vec(rows[r])[1:-1]}]: drew tokens {drawn}, expected exactly 2 of the 4 equal ones"
+                diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)], stream=True)
+                raise Fail(observed, ctx.t("第 3 个 token 之前的质量恰好是 0.5 = top_p：它要被删掉（mass_before >= top_p，不是 >）",
+                                           "the mass before the 3rd token is exactly 0.5 = top_p: it is removed (mass before >= "
+                                           "top_p, not >)"), hint=("p08", 1, "q4"), where=f"{ctx.sampler_name}.sample")
+            expected[r] = [0.5 if i in drawn else 0.0 for i in range(6)]
+        expect_distribution(ctx, label, counts[r], expected[r], steps, ("p08", 2, "s6"), case=(rows[r], params[r], pv))
 
+
+TIES_ROW = [2.0, 1.0, 1.0, 0.0, -1.0, -1.0]
+EQUAL_ROW = [0.7, 0.7, 0.7, 0.7, float("-inf"), float("-inf")]

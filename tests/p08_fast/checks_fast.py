@@ -8,16 +8,10 @@ import torch
 from course import oracle, problems
 from course.checks import Fail, check, fmt_set, fmt_vec, params_text
 from course.loader import load_solution
+from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
 
 FAST = ("p08-fast",)
 PROBS = [0.5, 0.25, 0.15, 0.1]
-
-
-def zipf_logits(g, batch, vocab, alpha=1.1):
-    """LLM-like rows: log-probabilities of a Zipf law over a random permutation of the vocabulary. [B, V]"""
-    ranks = torch.arange(1, vocab + 1, dtype=torch.float32)
-    rows = [(-alpha * ranks.log())[torch.randperm(vocab, generator=g)] for _ in range(batch)]
-    return torch.stack(rows)
 
 
 def random_params(ctx, rng, vocab):
@@ -43,22 +37,6 @@ def heterogeneous_batch(ctx, seed, batch, vocab, dtype=torch.float32):
         prev.append(history)
         i += 1
     return logits, params, prev
-
-
-def head_and_tail(g, vocab, head):
-    """A row with `head` likely tokens (distinct values) scattered over the vocab, and a long light tail. [V]"""
-    row = torch.randn(vocab, generator=g) * 0.5 - 12.0                                        # [V]
-    row[:head] = torch.linspace(3.0, 0.0, head)
-    return row[torch.randperm(vocab, generator=g)]
-
-
-def top_p_keeping(row, keep):
-    """The top_p that keeps exactly `keep` tokens of row (T = 1), half-way between two 'mass before' values."""
-    values = row.tolist()
-    probs, before = oracle.softmax(values), [0.0]
-    for i in oracle.descending_order(values)[:keep]:
-        before.append(before[-1] + probs[i])
-    return (before[-2] + before[-1]) / 2
 
 
 def wide_top_p_batch(ctx, seed, batch, vocab):

@@ -1,0 +1,180 @@
+"""Acceptance checks at the edges of the rule, through sample(): the penalty in a real batch, the greedy
+threshold, small temperatures, and real vocabulary sizes. Each failure names a cause it has established."""
+import math
+
+import torch
+
+from course import oracle
+from course.checks import Fail, check, fmt_vec, params_text
+from tests.p08 import diagnose
+from tests.p08.checks_invariants import runs_at
+
+BOTH = ("p08", "p08-fast")
+
+
+def draws_of(ctx, row, n, first_seed, chunk=100, **kwargs):
+    """n tokens for `row` [V]: n requests with seeds first_seed.. (one draw each), `chunk` rows per call."""
+    tokens = []
+    for start in range(0, n, chunk):
+        size = min(chunk, n - start)
+        logits = row.to(ctx.device)[None].expand(size, -1).clone()                        # [b, V]
+        ids = [f"r{start + i}" for i in range(size)]
+        params = [ctx.params(seed=first_seed + start + i, **kwargs) for i in range(size)]
+        tokens += ctx.sample(ctx.sampler(), logits, ids, params, [[] for _ in ids])
+    return tokens
+
+
+def counts_of(tokens, cells):
+    out = [0] * cells
+    for t in tokens:
+        out[t] += 1
+    return out
+
+
+# ---- E1.history -------------------------------------------------------------------------------------
+def history_rows(vocab=32):
+    """(label, row, prev, penalty, expected token) with one clear answer each, greedy or top_k = 1."""
+    def row_with(top):
+        values = [-3.0 - 0.01 * j for j in range(vocab)]
+        for token, value in top.items():
+            values[token] = value
+        return values
+    long_history = [3] + [8 + i % 20 for i in range(2000)]
+    return [
+        ("history [5, 6, 7] holds no token 0", row_with({0: 2.0, 1: 1.9}), [5, 6, 7], 1.5, 0),
+        ("empty history", row_with({vocab - 1: 2.0, vocab - 2: 1.9}), [], 1.5, vocab - 1),
+        ("token 3 seen once, 2000 tokens ago", row_with({3: 2.0, 4: 1.9}), long_history, 1.5, 4),
+        ("penalty 0.5 < 1 raises a positive logit", row_with({1: 1.0, 2: 0.6}), [2], 0.5, 2),
+        ("penalty 0.5 < 1 on a negative logit", row_with({0: -0.5, 1: -0.4}), [0], 0.5, 0),
+        ("history [1, 1, 1, 2]", row_with({1: 2.0, 2: 1.0, 5: 1.2}), [1, 1, 1, 2], 1.5, 1),
+    ]
+
+
+LOW_PRECISION_ROWS = [  # penalty 1.3 on token 0 = 3.0: fp32 gives 2.3077 < token 1; in bf16/fp16 it rounds up to a tie
+    (torch.bfloat16, [3.0, 2.3125, -1.0, -2.0]), (torch.float16, [3.0, 2.30859375, -1.0, -2.0])]
+
+
+@check("E1.history", "sample() 里的 penalty：长/不等长的历史、penalty < 1、bf16 行",
+       "the penalty inside sample(): long and uneven histories, penalty < 1, bf16 rows", hint=("p08", 2, "s1"), problems=BOTH)
+def e1_penalty_in_a_real_batch(ctx):
+    cases = history_rows()
+    for mode in (dict(temperature=0.0), dict(top_k=1, seed=5)):
+        params = [ctx.params(repetition_penalty=pen, **mode) for _, _, _, pen, _ in cases]
+        logits = ctx.tensor([row for _, row, _, _, _ in cases])
+        got = ctx.sample(ctx.sampler(), logits, [f"h{i}" for i in range(len(cases))], params,
+                         [list(prev) for _, _, prev, _, _ in cases])
+        for i, (label, row, prev, pen, want) in enumerate(cases):
+            if got[i] == want:
+                continue
+            observed = (f"called {ctx.sampler_name}.sample({len(cases)} rows, {params_text(params[i])}), row {i} ({label}) "
+                        f"-> token {got[i]}, expected {want}")
+            diagnose.earlier_step_first(ctx, observed, [(row, params[i], prev)], greedy="temperature" in mode)
+            alone = ctx.sample(ctx.sampler(), ctx.tensor([row]), ["solo"], [params[i]], [list(prev)])
+            if alone == [want]:
+                why = ctx.t("这一行单独采样是对的，和其他历史更长的行放在一起就错了：各行的历史混在一起了，或者补齐(pad)用的 id 也被惩罚了",
+                            "this row alone is right, but wrong beside rows with longer histories: the histories are mixed "
+                            "between rows, or the id used to pad them is penalised too")
+            elif len(prev) > 100:
+                why = ctx.t("历史里所有不同的 token 都算，包括很早以前出现过的", "every distinct token of the history counts, "
+                            "also one seen long ago")
+            elif pen < 1:
+                why = ctx.t("penalty < 1 也用同一条规则：正数 v / p，负数 v * p", "penalty < 1 follows the same rule: positive "
+                            "v / p, negative v * p")
+            else:
+                why = ctx.t("sample() 没有按 prev_tokens[i] 对第 i 行做 penalty", "sample() does not penalise row i with prev_tokens[i]")
+            raise Fail(observed, why, hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+    for dtype, row in LOW_PRECISION_ROWS:
+        params = ctx.params(temperature=0.0, repetition_penalty=1.3)
+        got = ctx.sample(ctx.sampler(), ctx.tensor([row], dtype=dtype), ["b"], [params], [[0]])
+        if got != [1]:
+            observed = (f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}] {str(dtype)[6:]}, {params_text(params)}, "
+                        f"prev_tokens=[[0]]) -> {got}, expected [1]")
+            if ctx.sample(ctx.sampler(), ctx.tensor([row]), ["b"], [params], [[0]]) != [1]:
+                diagnose.earlier_step_first(ctx, observed, [(row, params, [0])], greedy=True)
+                raise Fail(observed, hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+            raise Fail(observed, ctx.t("同一行用 fp32 输入是对的：penalty 是在低精度里算的（3.0/1.3 = 2.3077，舍入到 "
+                                       f"{str(dtype)[6:]} 变成 {row[1]}，和 token 1 打平）。先 .float() 再罚",
+                                       f"the same row given in fp32 is right: the penalty was computed in low precision "
+                                       f"(3.0/1.3 = 2.3077 rounds to {row[1]} in {str(dtype)[6:]}, a tie with token 1). "
+                                       f"Convert the row with .float() before the penalty"),
+                       hint=("p08", 1, "d0"), where=f"{ctx.sampler_name}.sample")
+
+
+# ---- I3.edges ---------------------------------------------------------------------------------------
+GREEDY_ROWS = [("tied maxima", [2.0, 5.0, 5.0, 1.0], {1, 2}),
+               ("a near-tie (1 ulp apart)", [1.0, 1.0 - 2 ** -20, -5.0, -5.0], {0}),
+               ("huge values (row / T overflows)", [2e35, 3e35, -1e35, 0.0], {1})]
+
+
+@check("I3.edges", "greedy 的边界：T = 9e-6 配并列最大值/极大值；T = 1e-5 不是 greedy",
+       "greedy edges: T = 9e-6 with ties or huge values; T = 1e-5 is not greedy", hint=("p08", 1, "q3"), problems=BOTH)
+def i3_greedy_threshold_edges(ctx):
+    for temperature in (0.0, 1e-6, 9e-6):
+        for label, row, allowed in GREEDY_ROWS:
+            params = [ctx.params(temperature=temperature, seed=s if s % 2 else None) for s in range(12)]
+            logits = ctx.tensor([row] * 12)
+            observed = f"called {ctx.sampler_name}.sample(12 x [{fmt_vec(row)[1:-1]}], temperature={temperature})"
+            try:
+                got = ctx.sample(ctx.sampler(), logits, [f"g{s}" for s in range(12)], params, [[]] * 12)
+            except Exception as exc:  # noqa: BLE001 - explained when the cause is established, else re-raised
+                if isinstance(exc, NotImplementedError):
+                    raise
+                if runs_at(ctx, logits, 1.0) and not runs_at(ctx, logits, temperature):
+                    raise Fail(f"{observed} raised {type(exc).__name__}: {str(exc)[:100]}",
+                               ctx.t("T < 1e-5 的行要直接取 argmax，不能先除以 T：row / T 溢出成 inf，softmax 得到 NaN",
+                                     "a row with T < 1e-5 takes the argmax directly, before any division: row / T overflows "
+                                     "to inf and softmax gives NaN"), where=f"{ctx.sampler_name}.sample") from None
+                raise
+            if len(set(got)) == 1 and got[0] in allowed:
+                continue
+            if temperature > 0 and len(set(got)) > 1:
+                why = ctx.t(f"T = {temperature} < 1e-5 也是 greedy（规则是 temperature < 1e-5），不能只判断 T == 0；"
+                            "greedy 的结果不随 seed 变化", f"T = {temperature} < 1e-5 is greedy too (the rule is temperature "
+                            "< 1e-5), not only T == 0; a greedy row does not change with the seed")
+            elif label.startswith("huge") and got[0] == int((torch.tensor(row) / max(temperature, 1e-45)).argmax()):
+                why = ctx.t("结果等于 argmax(row / T)：先除了温度再判断 greedy，除出来是 inf", "the result is argmax(row / T): "
+                            "the division comes before the greedy test and gives inf")
+            else:
+                why = ctx.t(f"期望 {sorted(allowed)} 之一，并且每个请求都一样", f"expected one of {sorted(allowed)}, the same for every request")
+            raise Fail(f"{observed} -> {got}", why, where=f"{ctx.sampler_name}.sample")
+    row = [1.0, 1.0 - 2 ** -17, -5.0, -5.0]
+    for temperature in (1e-5, 2e-5):
+        tokens = draws_of(ctx, torch.tensor(row), 300, 500, temperature=temperature)
+        expected = oracle.filtered_probs(row, temperature=temperature)
+        counts = counts_of(tokens, 4)
+        if oracle.sigma_violations(counts, expected, 300):
+            observed = (f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}], temperature={temperature}) for 300 seeds "
+                        f"-> counts {counts}, expected frequencies {fmt_vec(expected)}")
+            if counts[0] == 300:
+                raise Fail(observed, ctx.t(f"T = {temperature} 不是 greedy：规则是 temperature < 1e-5（严格小于）",
+                                           f"T = {temperature} is not greedy: the rule is temperature < 1e-5 (strictly less)"),
+                           where=f"{ctx.sampler_name}.sample")
+            diagnose.earlier_step_first(ctx, observed, [(row, ctx.params(temperature=temperature), [])], stream=True)
+            raise Fail(observed, where=f"{ctx.sampler_name}.sample")
+
+
+# ---- E2.small_t -------------------------------------------------------------------------------------
+SHAPE = [0.0, -1.0, -2.0, -3.0, -4.0, -6.0]       # row = SHAPE * T, so at the right T the probs are softmax(SHAPE)
+
+
+@check("E2.small_t", "小温度（1e-4 … 0.3）按原值使用，不截断", "small temperatures (1e-4 ... 0.3) are used exactly, not clamped",
+       hint=("p08", 2, "s3"), problems=BOTH)
+def e2_small_temperatures_exact(ctx):
+    draws, expected = 1200, oracle.softmax(SHAPE)
+    for i, temperature in enumerate((1e-4, 1e-3, 0.01, 0.05, 0.3)):
+        row = [v * temperature for v in SHAPE]
+        counts = counts_of(draws_of(ctx, torch.tensor(row), draws, 7000 + i * draws, chunk=draws,
+                                    temperature=temperature), 6)
+        if not oracle.sigma_violations(counts, expected, draws):
+            continue
+        observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3g}' for v in row)}], temperature={temperature}) "
+                    f"for {draws} seeds -> frequencies {fmt_vec([c / draws for c in counts])}, expected {fmt_vec(expected)}")
+        diagnose.earlier_step_first(ctx, observed, [(row, ctx.params(temperature=temperature), [])], stream=True)
+        for floor in (1e-3, 0.01, 0.05, 0.1, 0.5, 1.0):
+            if floor > temperature:
+                clamped = oracle.softmax([v / floor for v in row])
+                if not oracle.sigma_violations(counts, clamped, draws):
+                    raise Fail(observed, ctx.t(f"抽样结果符合 T 被截到 {floor} 的分布：温度要按原值用，不要 max(T, …)",
+                                               f"the draws fit T clamped up to {floor}: use the temperature as given, no max(T, ...)"),
+                               where=f"{ctx.sampler_name}.sample")
+        raise Fail(observed, where=f"{ctx.sampler_name}.sample")

@@ -1,0 +1,179 @@
+"""Established causes: when a whole-sampler check fails, re-run the learner's own pieces to find out why.
+
+A check that sees sample() go wrong must not guess. Before it names a cause of its own (step order, fp32,
+the generator), it calls `earlier_step_first`, which runs the simpler things that could explain the same
+symptom and, if one of them is wrong, fails with "fix that first":
+  1. the learner's apply_repetition_penalty / apply_top_k / apply_top_p on the very row (p08 only),
+  2. greedy rows (argmax, before any division),
+  3. the seeded stream (a request's draws must vary; different seeds must give different draws).
+`matching_mistake` then compares observed draws with the distributions that known mistakes would give.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from course import oracle
+from course.checks import Fail, fmt_set, fmt_vec
+
+GREEDY = 1e-5
+
+
+def _same(out, expected) -> bool:
+    got = [float(v) for v in out.tolist()]
+    for a, b in zip(got, expected):
+        if math.isinf(b) or math.isinf(a):
+            if a != b:
+                return False
+        elif abs(a - b) > 1e-4 * max(1.0, abs(b)):
+            return False
+    return True
+
+
+def _kept(values) -> set:
+    return {i for i, v in enumerate(values) if v != float("-inf")}
+
+
+def pieces_verdict(ctx, row, params, prev):
+    """p08: the learner's step functions on this row, each fed the oracle's output of the step before.
+    Returns None when all agree with the oracle, else (lines, hint, check) for the first wrong one."""
+    if not ctx.has_functions:
+        return None
+    values = [float(v) for v in row]
+    expected = oracle.penalize(values, prev, params.repetition_penalty)
+    out = ctx.vector("apply_repetition_penalty", torch.tensor(values, device=ctx.device), list(prev),
+                     params.repetition_penalty)
+    if not _same(out, expected):
+        return ([f"called apply_repetition_penalty({fmt_vec(values)}, prev_tokens={list(prev)[:8]}, "
+                 f"penalty={params.repetition_penalty}) -> {fmt_vec(out)}, expected {fmt_vec(expected)}"],
+                ("p08", 2, "s1"), "E1.penalty")
+    if params.temperature < GREEDY:
+        return None
+    tempered = [v / params.temperature for v in expected]
+    steps = (("apply_top_k", params.top_k, oracle.top_k_filter, "top_k", "s4", "E2.top_k"),
+             ("apply_top_p", params.top_p, oracle.top_p_filter, "top_p", "s5", "E2.top_p"))
+    for name, arg, rule, label, anchor, check_id in steps:
+        after = rule(tempered, arg)
+        if label == "top_p" and not oracle.cut_is_clear(tempered, -1, arg):
+            return None                                   # a near-tie at the cut: either answer is right
+        out = ctx.vector(name, torch.tensor(tempered, device=ctx.device), arg)
+        got = _kept(out.tolist())
+        if got != _kept(after):
+            return ([f"called {name}({fmt_vec(tempered)}, {label}={arg}) -> kept {fmt_set(got)}, expected {fmt_set(_kept(after))}"],
+                    ("p08", 2, anchor), check_id)
+        tempered = after
+    return None
+
+
+def stream_verdict(ctx):
+    """None when a seeded request's stream moves and seeds matter; else (lines, hint, check)."""
+    flat = torch.zeros(1, 64, device=ctx.device)
+    sampler = ctx.sampler()
+    draws = [ctx.sample(sampler, flat, ["q"], [ctx.params(seed=21)], [[]])[0] for _ in range(8)]
+    if len(set(draws)) == 1:
+        return ([f"8 draws of one request (seed=21) over 64 equal logits -> {draws}: the stream never moves"],
+                ("p08", 1, "q6"), "I5")
+    firsts = [ctx.sample(ctx.sampler(), flat, ["q"], [ctx.params(seed=s)], [[]])[0] for s in range(100, 108)]
+    if len(set(firsts)) == 1:
+        return ([f"the first draw of seeds 100..107 over 64 equal logits -> {firsts}: the seed changes nothing"],
+                ("p08", 1, "q6"), "I5")
+    return None
+
+
+def greedy_verdict(ctx):
+    """None when T = 0 rows give the argmax (no penalty involved); else (lines, hint, check)."""
+    row = [0.5, 2.0, -1.0, 1.0]
+    try:
+        got = ctx.sample(ctx.sampler(), ctx.tensor([row]), ["g"], [ctx.params(temperature=0.0)], [[]])
+    except Fail as exc:
+        return (exc.lines, ("p08", 1, "q3"), "I3")
+    except Exception as exc:  # noqa: BLE001 - the learner's code may raise anything
+        if isinstance(exc, NotImplementedError):
+            raise
+        return ([f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) raised {type(exc).__name__}: {str(exc)[:120]}"],
+                ("p08", 1, "q3"), "I3")
+    if got != [1]:
+        return ([f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) -> {got}, expected [1] (the argmax)"],
+                ("p08", 1, "q3"), "I3")
+    return None
+
+
+def temperature_verdict(ctx):
+    """None when 300 draws of [0, -1] at T = 0.25 fit p(token 0) = 0.982; else (lines, hint, check)."""
+    fits, counts, expected = _drawn_fits(ctx, [0.0, -1.0], dict(temperature=0.25), [])
+    if not fits:
+        return ([f"300 draws of sample([0.0, -1.0], temperature=0.25) -> token 0 {counts[0] / 300:.3f} of the time, "
+                 f"expected {expected[0]:.3f} (softmax of row / T)"], ("p08", 2, "s3"), "E2.small_t")
+    return None
+
+
+def _drawn_fits(ctx, row, kwargs, prev, draws=300, first_seed=900):
+    """(fits, counts, expected): `draws` seeded draws of one row vs the oracle, 6 sigma."""
+    tokens = []
+    for start in range(0, draws, 100):
+        params = [ctx.params(seed=first_seed + start + i, **kwargs) for i in range(100)]
+        tokens += ctx.sample(ctx.sampler(), ctx.tensor([row] * 100), [f"t{i}" for i in range(100)], params,
+                             [list(prev) for _ in range(100)])
+    expected = oracle.filtered_probs(row, prev_tokens=prev, **kwargs)
+    counts = [tokens.count(i) for i in range(len(row))]
+    return not oracle.sigma_violations(counts, expected, draws), counts, expected
+
+
+def penalty_verdict(ctx):
+    """None when sample() applies the penalty to a sampled (non-greedy, unfiltered) row; else (lines, hint, check)."""
+    fits, counts, expected = _drawn_fits(ctx, [2.0, 0.0], dict(repetition_penalty=10.0), [0])
+    if not fits:
+        return ([f"300 draws of sample([2.0, 0.0], repetition_penalty=10, prev_tokens=[0]) -> token 0 {counts[0] / 300:.3f} "
+                 f"of the time, expected {expected[0]:.3f} (2.0 / 10 = 0.2 against 0.0)"], ("p08", 2, "s1"), "E1.history")
+    return None
+
+
+def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False, temperature=False, penalty=False):
+    """Fail with 'fix <check> first' if an earlier, simpler step explains the failure just observed.
+
+    cases: (row, params, prev) whose pieces to re-run; greedy / stream / temperature: also re-check those."""
+    verdicts = [pieces_verdict(ctx, row, p, prev) for row, p, prev in cases]
+    if greedy:
+        verdicts.append(greedy_verdict(ctx))
+    if stream:
+        verdicts.append(stream_verdict(ctx))
+    if temperature:
+        verdicts.append(temperature_verdict(ctx))
+    if penalty:
+        verdicts.append(penalty_verdict(ctx))
+    for verdict in verdicts:
+        if verdict:
+            lines, hint, check_id = verdict
+            culprit = lines[0].split("(")[0].replace("called ", "") if lines[0].startswith("called apply_") else None
+            raise Fail(observed, *lines,
+                       ctx.t(f"原因在更早的一步：先修好 {check_id}", f"the cause is an earlier step: fix {check_id} first"),
+                       hint=hint, where=culprit or f"{ctx.sampler_name}.sample")
+
+
+# ---- which known mistake do the draws match? -------------------------------------------------------
+def _variants(row, params, prev):
+    """(label_zh, label_en, distribution) for mistakes a sampler makes when its pieces are right."""
+    t, k, p, r = params.temperature, params.top_k, params.top_p, params.repetition_penalty
+    pen = oracle.penalize(row, prev, r)
+    f = oracle.filtered_probs
+    out = [("忽略了温度", "the temperature is ignored", f(row, 1.0, k, p, r, prev)),
+           ("乘以温度而不是除以", "the logits are multiplied by the temperature", f([v * t * t for v in row], t, k, p, r, prev)),
+           ("没有用 prev_tokens 做惩罚", "the repetition penalty is not applied", f(row, t, k, p, 1.0, ())),
+           ("top-k 没有生效", "top-k is not applied", f(row, t, -1, p, r, prev)),
+           ("top-p 没有生效", "top-p is not applied", f(row, t, k, 1.0, r, prev))]
+    tempered = [v / t for v in pen]
+    p_then_k = oracle.top_k_filter(oracle.top_p_filter(tempered, p), k)
+    out.append(("top-p 在 top-k 之前", "top-p runs before top-k", oracle.softmax(p_then_k)))
+    filtered_raw = oracle.top_p_filter(oracle.top_k_filter(pen, k), p)
+    out.append(("温度在 top-k/top-p 之后", "the temperature is applied after top-k/top-p",
+                oracle.softmax([v / t for v in filtered_raw])))
+    return out
+
+
+def matching_mistake(ctx, counts, draws, row, params, prev):
+    """The label of the one known mistake whose distribution the draws fit (6 sigma), else None."""
+    right = oracle.probs_for(row, params, prev)
+    fits = [ctx.t(zh, en) for zh, en, probs in _variants(row, params, prev)
+            if max(abs(a - b) for a, b in zip(probs, right)) > 1e-9 and not oracle.sigma_violations(counts, probs, draws)]
+    return fits[0] if len(fits) == 1 else None
