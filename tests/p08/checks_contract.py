@@ -120,9 +120,10 @@ def s_order_of_steps(ctx):
                                         temperature=params.temperature != 1.0, penalty=params.repetition_penalty != 1.0)
             orders = [(kept_set_in_order(row, params, prev, steps), label) for steps, label in WRONG_ORDERS]
             matches = [ctx.t(*label) for s, label in orders if s == seen]
-            if len(matches) == 1:
-                raise Fail(observed, ctx.t(f"这正是下面这种顺序得到的集合：{matches[0]}。", f"that is the set this order gives: "
-                                           f"{matches[0]}. ") + ctx.t(*why), hint=hint, where=f"{ctx.sampler_name}.sample")
+            if matches:
+                raise Fail(observed, ctx.t(f"你的每一步单独都对；这正是这种顺序得到的集合：{' / '.join(matches)}。",
+                                           f"each of your steps is right on its own; that is the set you get with: "
+                                           f"{' / '.join(matches)}. ") + ctx.t(*why), hint=hint, where=f"{ctx.sampler_name}.sample")
             raise Fail(observed, ctx.t("你的每一步单独都对，但 sample() 组合它们的方式不对：顺序是 penalty → greedy → 温度 → top-k → top-p",
                                        "each of your steps is right on its own, but sample() combines them wrongly: the order is "
                                        "penalty -> greedy -> temperature -> top-k -> top-p"),

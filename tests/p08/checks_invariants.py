@@ -5,6 +5,7 @@ import torch
 
 from course import drive, oracle
 from course.checks import Fail, check, fmt_vec, params_text
+from course.loader import load_module
 from tests.p08 import diagnose
 from tests.p08.checks_examples import E3_ROW, LOG_PROBS, expect_distribution
 
@@ -247,8 +248,18 @@ def i4_kept_set_never_empty(ctx):
         params = ctx.params(**kwargs)
         logits = ctx.tensor([row], dtype=dtype)
         sampler = ctx.sampler()
+        call = f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}] {str(dtype)[6:]}, {params_text(params)})"
         for step in range(3):
-            got = ctx.sample(sampler, logits, ["r"], [params], [[]])
+            try:
+                got = ctx.sample(sampler, logits, ["r"], [params], [[]])
+            except Exception as exc:  # noqa: BLE001 - the fact (this input crashes) is stated, no cause guessed
+                if isinstance(exc, NotImplementedError):
+                    raise
+                observed = f"{call} raised {type(exc).__name__}: {str(exc)[:100]}"
+                diagnose.earlier_step_first(ctx, observed, [(row, params, [])] if dtype == torch.float32 else [])
+                raise Fail(observed, ctx.t("这是极端但合法的输入：至少要保留一个 token，也不能出现 NaN（注意 -inf、极大值与 0/0）",
+                                           "an extreme but valid input: keep at least one token and never produce NaN "
+                                           "(mind -inf, huge values and 0/0)"), where=f"{ctx.sampler_name}.sample") from None
             if got[0] not in allowed:
                 raise Fail(f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}] {str(dtype)[6:]}, {params_text(params)}) "
                            f"-> token {got[0]}, expected one of {sorted(allowed)}", where=f"{ctx.sampler_name}.sample")
@@ -280,8 +291,14 @@ def i5_stream_continuity_and_reset(ctx):
                    where=method)
     again = draws(ctx.sampler(), "q", 21, 8)
     if again != first:
-        raise Fail(f"a second fresh {ctx.sampler_name}, request 'q' (seed=21), 8 draws -> {again}, expected {first}",
-                   ctx.t("同一个 seed 在新的 sampler 里要重放同样的随机流", "the same seed in a fresh sampler must replay the same stream"),
+        observed = f"a second fresh {ctx.sampler_name}, request 'q' (seed=21), 8 draws -> {again}, expected {first}"
+        fresh = getattr(load_module(ctx.impl_path), ctx.sampler_name)()           # a fresh copy of the learner's module
+        if draws(fresh, "q", 21, 16) == first + again:
+            raise Fail(observed, ctx.t("第二个 sampler 接着第一个的随机流往下抽：generator 存在类属性或模块全局变量里，被所有 sampler 共用；放进 __init__ 的 self 里",
+                                       "the second sampler went on with the first one's stream: the generators live in a "
+                                       "class attribute or a module-level variable, shared by all samplers; keep them on "
+                                       "self, made in __init__"), where=method)
+        raise Fail(observed, ctx.t("同一个 seed 在新的 sampler 里要重放同样的随机流", "the same seed in a fresh sampler must replay the same stream"),
                    where=method)
     sampler.free("q")
     sampler.free("never-seen")                                          # unknown id: a no-op

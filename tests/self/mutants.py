@@ -34,10 +34,10 @@ P08 = [
     Mutant("empty_keep_set", "I4", (("mass_before = torch.cumsum(probs, dim=-1) - probs",
                                      "mass_before = torch.cumsum(probs, dim=-1)"),
                                     ("    remove_sorted[0] = False                                                    # at least one token\n", "")),
-           "can remove every token (tiny top_p -> NaN)", phrase='at least one kept token'),
+           "can remove every token (tiny top_p -> NaN)", phrase='fix E2.top_p first'),
     Mutant("top_p_no_order_mapping", "E2.top_p", (("remove = torch.empty_like(remove_sorted).scatter_(0, order, remove_sorted)",
                                                    "remove = remove_sorted"),), "forgets to map the sorted decision back", phrase='expected {1, 3}'),
-    Mutant("top_k_minus_one_only", "E2.top_k", (("if not 0 < top_k < vocab:", "if top_k == -1:"),), "treats only -1 as off", phrase='expected {0, 1, 2, 3}'),
+    Mutant("top_k_minus_one_only", "E2.top_k", (("if not 0 < top_k < vocab:", "if top_k == -1:"),), "treats only -1 as off", phrase='means off'),
     Mutant("top_k_at_least_V", "E2.top_k", (("if not 0 < top_k < vocab:", "if top_k <= 0:"),), "crashes for top_k > V", phrase=''),
     Mutant("top_k_off_by_one", "E2.top_k", (("torch.topk(logits, top_k).values[-1]", "torch.topk(logits, min(top_k + 1, vocab)).values[-1]"),),
            "keeps k + 1 tokens", phrase='expected {0, 1}'),
@@ -64,7 +64,7 @@ P08 = [
     Mutant("free_keeps_generator", "I5", (("        self._seeded.pop(req_id, None)", "        pass"),), "free() keeps the generator", phrase='free must drop'),
     Mutant("generators_shared_by_samplers", "I5", (("class Sampler:\n", "_ALL = {}\n\n\nclass Sampler:\n"),
                                                     ("        self._seeded = {}", "        self._seeded = _ALL")),
-           "keeps the generators in a module-level dict", phrase='must not share generators'),
+           "keeps the generators in a module-level dict", phrase='shared by all'),
     Mutant("unseeded_reseeded_every_step", "I6", (("            if device not in self._shared:\n", "            if True:\n"),),
            "unseeded requests get a fresh generator at every step", phrase='rebuilt every step'),
     Mutant("one_multinomial_over_batch", "I1", (
@@ -91,7 +91,7 @@ P08 = [
     Mutant("temperature_after_filters", "S1-5", (
         ("            row = row / p.temperature                                                # step 3: [V]\n", ""),
         ("            probs = torch.softmax(row, dim=-1)                                       # step 6: [V]\n",
-         "            probs = torch.softmax(row / p.temperature, dim=-1)\n")), "tempers after the filters", phrase='fix E2.small_t first'),
+         "            probs = torch.softmax(row / p.temperature, dim=-1)\n")), "tempers after the filters", phrase='the temperature after top-k/top-p'),
     Mutant("penalty_after_top_k", "S1-5", (
         ("            row = apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)  # step 1: [V]\n", ""),
         ("            row = apply_top_k(row, p.top_k)                                          # step 4: [V]\n",
