@@ -47,6 +47,41 @@ def wide_top_p_batch(ctx, seed, batch, vocab):
     return rows, params, [[] for _ in range(batch)]
 
 
+def tie_batch(ctx, vocab=50257):
+    """Rows built to trip a window: ties at the top-k cut and at the top-p cut (lower ids stay), the top
+    tokens in the last, partial chunk (V = 50257 is no multiple of any power of two), and a penalty that
+    pushes the top token out of the top-k window or pulls a negative one into it."""
+    g = torch.Generator().manual_seed(17)
+    tail = lambda: torch.randn(vocab, generator=g) * 0.5 - 8.0                                  # noqa: E731  [V]
+    spots = lambda n: torch.randperm(vocab - 64, generator=g)[:n]                               # noqa: E731  [n]
+    rows, params, prev = [], [], []
+
+    def add(row, history=(), **kwargs):
+        rows.append(row)
+        params.append(ctx.params(seed=len(rows), **kwargs))
+        prev.append(list(history))
+
+    row, at = tail(), spots(40)                                                                  # 10 distinct, 30 tied
+    row[at[:10]], row[at[10:]] = torch.linspace(5.0, 4.1, 10), 3.0
+    add(row, top_k=20)                                                                           # keeps all 40
+    add(row.clone(), top_k=12, top_p=0.999, temperature=0.7)
+    row, at = tail(), spots(204)                                                                 # 4 high, 200 tied
+    row[at[:4]], row[at[4:]] = torch.tensor([4.0, 3.5, 3.2, 3.0]), 1.0
+    add(row, top_p=top_p_keeping(row, 90))                                                       # cut inside the tie run
+    add(row.clone(), top_p=top_p_keeping(row, 150), temperature=1.3)
+    row = tail()
+    row[vocab - 8:] = torch.linspace(6.0, 3.0, 8)                                                # top 8 in the last chunk
+    add(row, top_k=5)
+    add(row.clone(), top_p=top_p_keeping(row, 6))
+    row, at = tail(), spots(41)
+    row[at[:40]], row[at[40]] = torch.linspace(1.0, 0.6, 40), 6.0                                # token at[40]: 6.0 / 10 = 0.6
+    add(row, history=[int(at[40])], top_k=40, repetition_penalty=10.0)                           # out of the top 40
+    row, at = tail(), spots(41)
+    row[at[:40]], row[at[40]] = torch.linspace(-0.2, -1.5, 40), -5.0                             # -5.0 * 0.1 = -0.5
+    add(row, history=[int(at[40])], top_k=40, repetition_penalty=0.1)                            # into the top 40
+    return torch.stack(rows), params, prev
+
+
 def fast_probs(ctx, sampler, logits, params, prev):
     out = sampler.filtered_probs(logits, params, prev)
     batch, vocab = logits.shape
@@ -65,7 +100,7 @@ def f1_filtered_distribution_equals_reference(ctx):
     ref = load_solution(problems.get("p08"))
     batches = [heterogeneous_batch(ctx, seed, batch, vocab, dtype) for seed, batch, vocab, dtype in (
         (1, 24, 1000, torch.float32), (2, 8, 50257, torch.float32), (3, 16, 4096, torch.bfloat16),
-        (4, 4, 151936, torch.float16))] + [wide_top_p_batch(ctx, 5, 8, 8192)]
+        (4, 4, 151936, torch.float16))] + [wide_top_p_batch(ctx, 5, 8, 8192), tie_batch(ctx)]
     for logits, params, prev in batches:
         batch, vocab, dtype = *logits.shape, logits.dtype
         got = fast_probs(ctx, ctx.sampler(), logits.to(ctx.device), params, prev)
@@ -75,10 +110,11 @@ def f1_filtered_distribution_equals_reference(ctx):
             diff = torch.minimum((got[i] - expected).abs(), (got[i].double() - exact).abs().float()).max().item()
             zeros_differ = ((got[i] == 0) != (expected == 0)).nonzero().flatten().tolist()
             if diff > 1e-6 or zeros_differ:
-                where = f"token {zeros_differ[0]}: {got[i, zeros_differ[0]].item():.3g} vs {expected[zeros_differ[0]].item():.3g}" \
-                    if zeros_differ else f"max |difference| {diff:.2e}"
+                worst = zeros_differ[:3] or [int((got[i] - expected).abs().argmax())]
+                tokens = "; ".join(f"token {w}: yours {got[i, w].item():.4g}, reference {expected[w].item():.4g}" for w in worst)
                 raise Fail(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(dtype)[6:]}, ...), row {i} "
-                           f"({params_text(params[i])}, {len(prev[i])} history tokens): {where}",
+                           f"({params_text(params[i])}, {len(prev[i])} history tokens): {tokens}"
+                           + ("" if zeros_differ else f" (max |difference| {diff:.2e}, allowed 1e-6)"),
                            ctx.t(f"参考解保留 {int((expected > 0).sum())} 个 token，你的保留 {int((got[i] > 0).sum())} 个",
                                  f"the reference keeps {int((expected > 0).sum())} tokens, yours {int((got[i] > 0).sum())}"),
                            where="FastSampler.filtered_probs")
@@ -123,12 +159,15 @@ def f3_crossing_token_stays(ctx):
 @check("F4", "逐位批不变：别人的 K、B 不影响你的概率和 token（博客 bug 3）", "bit-for-bit batch invariance: peers' K and B change nothing (blog bug 3)",
        hint=("p08-fast", 1, "q5"), problems=FAST)
 def f4_bitwise_batch_invariance(ctx):
-    vocab, g, rng = 8192, torch.Generator().manual_seed(6), random.Random(6)
+    vocab, g, rng = 8237, torch.Generator().manual_seed(6), random.Random(6)          # no multiple of any chunk
     P = ctx.params
     targets = [P(top_k=40, top_p=0.9, seed=1), P(top_p=0.9, seed=2), P(top_k=7, temperature=0.7, seed=3),
                P(top_p=0.95, repetition_penalty=1.3, seed=4), P(seed=5), P(temperature=0.0, seed=6)]
     rows = torch.cat([zipf_logits(g, 3, vocab), torch.randn(3, vocab, generator=g) * 0.2])                  # [6, V]
     histories = [[1, 2, 3]] * len(targets)
+    tie_rows, tie_params, tie_prev = tie_batch(ctx, vocab)
+    rows = torch.cat([rows, tie_rows])                                                                      # [14, V]
+    targets, histories = targets + tie_params, histories + tie_prev
     peer_sets = {"peers with a larger top_k": [P(top_k=500, seed=9)] * 5,
                  "top-p-only peers on flat rows": [P(top_p=0.99, seed=10 + i) for i in range(5)],
                  "64 random peers": [random_params(ctx, rng, vocab) for _ in range(64)]}

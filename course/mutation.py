@@ -1,0 +1,195 @@
+"""Mutation testing of the grader: cosmic-ray mutates a solution, the grader is the oracle (for authors).
+
+    python -m course.mutation p08          (or p08-fast; ./check.sh mutation p08 does the same)
+
+cosmic-ray (installed on first use) makes every mutant of a copy of the solution and runs, for each, a
+test command that grades it. A mutant the grader fails is killed; one it passes survives, and must then be
+listed, with the reason, in tests/self/equivalent_mutants.toml (a test reads that list). To keep a run to
+minutes, the test command asks a fork server: the server imports torch and the checks once, and for each
+mutant forks a child that runs the checks, cheapest first, in process, stopping at the first failure.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+
+from course.problems import ROOT, get
+
+COSMIC_RAY = "cosmic-ray==8.7.0"
+EQUIVALENTS = ROOT / "tests" / "self" / "equivalent_mutants.toml"
+CHILD_LIMIT_S = 240
+
+
+# ---- the oracle: a fork server and its client --------------------------------------------------------
+def _grade_child(problem, impl: str, ids: list) -> int:
+    """In a forked child: run the checks on impl, stop at the first that does not pass. 0 = all passed."""
+    from course.worker import run
+
+    failed = []
+
+    def emit(event):
+        if event["event"] == "end" and event["status"] != "pass":
+            failed.append(event["id"])
+            raise _Stop
+
+    try:
+        run(problem.name, impl, "cpu", "en", ids, emit)
+    except _Stop:
+        pass
+    return 1 if failed else 0
+
+
+class _Stop(Exception):
+    pass
+
+
+def serve(problem_name: str, sock_path: str) -> None:
+    """Answer 'grade FILE' requests on a unix socket with '0' (passes every check) or '1' (killed)."""
+    import torch
+
+    from course.checks import checks_for
+    from course.grader import grade_in_process
+
+    torch.set_num_threads(1)
+    problem = get(problem_name)
+    ids = [c.id for c in checks_for(problem)]
+    cost = {}
+    for cid in ids:                                   # cheapest checks first: most mutants die in the first one
+        t0 = time.monotonic()
+        grade_in_process(problem, problem.path("solution"), [cid])
+        cost[cid] = time.monotonic() - t0
+    ids.sort(key=cost.get)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(sock_path)
+    server.listen(4)
+    while True:
+        conn, _ = server.accept()
+        with conn:
+            impl = conn.recv(4096).decode().strip()
+            if impl == "quit":
+                return
+            pid = os.fork()
+            if pid == 0:
+                signal.alarm(CHILD_LIMIT_S)
+                os._exit(_grade_child(problem, impl, ids))
+            _, status = os.waitpid(pid, 0)
+            killed = not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
+            conn.sendall(b"1" if killed else b"0")
+
+
+def ask(sock_path: str, impl: str) -> int:
+    """The test command cosmic-ray runs: exit 0 when the grader passes the (mutated) file, 1 when it fails it."""
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(sock_path)
+    client.sendall(str(Path(impl).resolve()).encode())
+    return 0 if client.recv(1) == b"0" else 1
+
+
+# ---- the run -----------------------------------------------------------------------------------------
+def ensure_cosmic_ray() -> Path:
+    if importlib.util.find_spec("cosmic_ray") is None:
+        print(f"installing {COSMIC_RAY} (once)...", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", COSMIC_RAY], check=True)
+    return Path(sys.executable).parent
+
+
+def mutant_key(record: dict) -> tuple:
+    """(operator, original line, mutated line): names a mutant across runs, whatever its occurrence number."""
+    lines = record[1].get("diff", "").splitlines()
+    before = next((line[1:].split("#")[0].strip() for line in lines if line.startswith("-") and not line.startswith("---")), "")
+    after = next((line[1:].split("#")[0].strip() for line in lines if line.startswith("+") and not line.startswith("+++")), "")
+    return record[0]["mutations"][0]["operator_name"], before, after
+
+
+def equivalents(problem_name: str) -> dict:
+    """{(operator, before, after): reason} listed for a problem in tests/self/equivalent_mutants.toml."""
+    data = tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8"))
+    return {(e["operator"], e["before"], e["after"]): e["reason"] for e in data.get(problem_name, [])}
+
+
+def run(problem_name: str, out_dir: Path) -> dict:
+    bin_dir = ensure_cosmic_ray()
+    problem = get(problem_name)
+    work = Path(tempfile.mkdtemp(prefix="p08-mutation-"))
+    target = work / problem.path("solution").name
+    shutil.copy(problem.path("solution"), target)
+    sock = str(work / "oracle.sock")
+    server = subprocess.Popen([sys.executable, "-m", "course.mutation", "--serve", problem_name, sock], cwd=ROOT,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    while not os.path.exists(sock):
+        if server.poll() is not None:
+            raise SystemExit("the oracle server did not start")
+        time.sleep(0.2)
+    config = work / "cr.toml"
+    command = f"{sys.executable} -m course.mutation --ask {sock} {target}"
+    config.write_text(f'[cosmic-ray]\nmodule-path = "{target}"\ntimeout = {CHILD_LIMIT_S + 30}.0\nexcluded-modules = []\n'
+                      f'test-command = "{command}"\n[cosmic-ray.distributor]\nname = "local"\n', encoding="utf-8")
+    session = out_dir / f"{problem_name}.sqlite"
+    session.unlink(missing_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    t0 = time.monotonic()
+    try:
+        subprocess.run([bin_dir / "cosmic-ray", "init", config, session], check=True, cwd=ROOT, env=env)
+        subprocess.run([bin_dir / "cosmic-ray", "exec", config, session], check=True, cwd=ROOT, env=env)
+    finally:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as quit_:
+            quit_.connect(sock)
+            quit_.sendall(b"quit")
+        server.wait()
+    dump = subprocess.run([bin_dir / "cosmic-ray", "dump", session], check=True, capture_output=True, text=True).stdout
+    records = [json.loads(line) for line in dump.splitlines() if line.strip()]
+    return summarize(problem_name, records, time.monotonic() - t0)
+
+
+def summarize(problem_name: str, records: list, seconds: float) -> dict:
+    listed = equivalents(problem_name)
+    done = [r for r in records if r[1]]
+    survived = [r for r in done if r[1].get("test_outcome") == "survived"]
+    unexplained = [r for r in survived if mutant_key(r) not in listed]
+    return {"problem": problem_name, "mutants": len(records), "run": len(done), "killed": len(done) - len(survived),
+            "survived": len(survived), "equivalent": len(survived) - len(unexplained), "seconds": round(seconds),
+            "unexplained": [{"key": list(mutant_key(r)), "where": r[0]["mutations"][0]["start_pos"][0]} for r in unexplained]}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("problem", nargs="?", choices=["p08", "p08-fast"])
+    parser.add_argument("--serve", nargs=2, metavar=("PROBLEM", "SOCKET"), help=argparse.SUPPRESS)
+    parser.add_argument("--ask", nargs=2, metavar=("SOCKET", "FILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", default=str(ROOT / "bench_out"), help="where the session database goes")
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(*args.serve)
+        return 0
+    if args.ask:
+        return ask(*args.ask)
+    if not args.problem:
+        parser.error("name a problem: p08 or p08-fast")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = run(args.problem, out)
+    score = result["killed"] + result["equivalent"]
+    print(f"{result['problem']}: {result['mutants']} mutants, {result['killed']} killed by the grader, "
+          f"{result['equivalent']} equivalent (listed), {len(result['unexplained'])} unexplained survivors; "
+          f"mutation score {100 * result['killed'] / max(result['run'], 1):.1f}% "
+          f"({100 * score / max(result['run'], 1):.1f}% with the equivalents) in {result['seconds']} s")
+    for item in result["unexplained"]:
+        op, before, after = item["key"]
+        print(f"  survived, line {item['where']}: {op}\n    - {before}\n    + {after}")
+    (out / f"mutation-{args.problem}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return 1 if result["unexplained"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
