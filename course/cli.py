@@ -12,7 +12,7 @@ from course.lang import pick
 from course.problems import ROOT
 
 USAGE = ("usage: ./check.sh {list | test [pytest args] | PROBLEM [--solution | --impl FILE] [--device cpu|cuda] "
-         "[--lang zh|en] [-v] [--hint [N]] [--yes]}   problems: ")
+         "[--lang zh|en] [-v] [--watch] [--hint [N]] [--yes]}   problems: ")
 
 
 class UsageError(Exception):
@@ -35,6 +35,7 @@ def parse(argv):
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("--hint", nargs="?", const=0, type=int)
     parser.add_argument("--yes", action="store_true")
+    parser.add_argument("--watch", action="store_true")
     parser.add_argument("--only", help="comma-separated check ids (for course authors)")
     parser.add_argument("--timeout", type=float, help="seconds per check (for course authors)")
     args = parser.parse_args(argv)
@@ -42,6 +43,8 @@ def parse(argv):
         raise UsageError(f"unknown problem {args.problem!r}")
     if args.hint is not None and args.hint not in (0, *hints.LEVELS):
         raise UsageError(f"--hint takes 1, 2 or 3, got {args.hint}")
+    if args.watch and args.hint is not None:
+        raise UsageError("--watch grades; it does not go with --hint")
     return args
 
 
@@ -61,7 +64,14 @@ def show_hint(args) -> int:
     return 0
 
 
-def grade(args) -> int:
+def impl_path(args) -> Path:
+    """The file to grade: --impl FILE, --solution, or the learner's stub."""
+    problem = problems.get(args.problem)
+    return Path(args.impl).resolve() if args.impl else problem.path("solution" if args.solution else "stub")
+
+
+def grade(args, outcome: dict | None = None) -> int:
+    """Grade and print the report; outcome, if given, gets 'first_failed': (title, hint line) or None."""
     import torch
 
     from course.checks import checks_for
@@ -69,7 +79,7 @@ def grade(args) -> int:
     from course.loader import relpath
 
     problem = problems.get(args.problem)
-    impl = Path(args.impl).resolve() if args.impl else problem.path("solution" if args.solution else "stub")
+    impl = impl_path(args)
     if not impl.is_file():
         raise UsageError(f"no such file: {args.impl or impl}")
     cuda = torch.cuda.is_available()
@@ -99,6 +109,11 @@ def grade(args) -> int:
         passed += run.passed
         failed += [f"{by_id[r.id].title(lang)}" + (f" [{device}]" if len(devices) > 1 else "")
                    for r in run.results if not r.passed]
+        first = next((r for r in run.results if not r.passed), None)
+        if outcome is not None and first is not None and "first_failed" not in outcome:
+            check = by_id[first.id]
+            hint = first.hint or [check.hint.problem, check.hint.level, check.hint.anchor]
+            outcome["first_failed"] = (check.title(lang), report.hint_line(hint, lang))
     if not args.device and not cuda:
         print(pick(lang, "cuda：跳过（torch 没有看到 GPU）", "cuda: skipped (torch sees no GPU)"))
     print("\n".join(collapser.tail() + report.summary(passed, total, failed, lang, color)))
@@ -108,6 +123,27 @@ def grade(args) -> int:
         print(problem.next_step(lang))
         return 0
     return 1
+
+
+def watch(args) -> int:
+    """Grade now and after every save of the graded file, until Ctrl-C."""
+    from course import watch as watching
+    from course.loader import relpath
+
+    impl = impl_path(args)
+    if not impl.is_file():
+        raise UsageError(f"no such file: {args.impl or impl}")
+
+    def grade_once():
+        outcome: dict = {}
+        try:
+            code = grade(args, outcome)
+        except UsageError as exc:                      # e.g. the file was deleted between two saves
+            print(f"check.sh: {exc}", file=sys.stderr)
+            code = 2
+        return code, outcome.get("first_failed")
+
+    return watching.run(impl, relpath(impl), grade_once, args.lang, poll_s=watching.poll_seconds())
 
 
 def list_problems(lang: str) -> int:
@@ -138,6 +174,8 @@ def main(argv=None) -> int:
             os.chdir(ROOT)
             os.execv(sys.executable, [sys.executable, "-m", "pytest", "tests/self", *argv[1:]])
         args = parse(argv)
+        if args.watch:
+            return watch(args)
         return show_hint(args) if args.hint is not None else grade(args)
     except UsageError as exc:
         print(f"check.sh: {exc}. " + USAGE + ", ".join(problems.problems()), file=sys.stderr)

@@ -122,7 +122,11 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
                 wait = max(wait, 60.0)   # starting python + torch is not the learner's time
             elif current == "__import__":
                 wait = max(wait, IMPORT_LIMIT_S)
-            event = worker.next_event(wait)
+            try:
+                event = worker.next_event(wait)
+            except BaseException:                   # Ctrl-C (e.g. in --watch): the worker must not outlive us
+                worker.kill()
+                raise
             if event is None or event.get("event") == "eof":
                 why = worker.kill()
                 status = "timeout" if event is None else "crash"

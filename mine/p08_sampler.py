@@ -35,11 +35,11 @@ def apply_top_k(logits, top_k):
 
 
 def apply_top_p(logits, top_p):
-    """Keep the smallest prefix (by descending probability) whose mass reaches top_p; the first always stays.
+    """Keep the most probable tokens until their probability mass reaches top_p; the others become -inf.
 
-    logits [V] (may already hold -inf) · returns a NEW [V]. top_p == 1 means "off".
-    Sort descending -> softmax -> cumsum; mass_before = cumsum - probs; remove where mass_before >= top_p;
-    map the decision back to vocab order.
+    logits [V] (may already hold -inf) · returns a NEW [V]. top_p == 1 means "off" (an unchanged copy).
+    The token whose probability carries the mass past top_p is kept, and the most probable token always
+    is; among equal logits the lower token id counts as more probable. How: hints L2 (./check.sh p08 --hint 2).
     """
     # TODO(p08.5): the token that crosses top_p stays; at least one token always stays.
     raise _todo(5, "apply_top_p")

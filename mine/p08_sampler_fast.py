@@ -5,6 +5,9 @@ Grade with `./check.sh p08-fast`; stuck? `./check.sh p08-fast --hint 1`.
 The walkthrough is notebooks/p08_fast_path.ipynb (§N there is step N here):
   1 prepare (fp32, penalty)   2 greedy rows + temperature   3 the window (topk, ties in id order)
   4 top-k + top-p inside the window   5 exact zeros / filtered_probs   6 one uniform per row -> token
+`./check.sh p08-fast` grades each step on its own first (T1 penalized_fp32, T3 window_topk and
+canonical_window, T4 prefix_sum / row_total and filter_window, T5 filtered_probs, T6 inverse_cdf), then
+the whole FastSampler (F1-F5 and P08's checks). `--watch` re-grades every time you save.
 """
 import math  # noqa: F401  (math.ceil, when a window widens)
 
@@ -31,9 +34,11 @@ def _todo(step, name):
 def penalized_fp32(logits, params, prev_tokens):
     """Step 1: fp32 logits [B, V]; the penalty goes onto a copy, at each row's distinct prev ids only.
 
-    fp32 input and no penalty anywhere -> return `logits` itself (no [B, V] copy: it is never written).
-    Otherwise: gather the (row, distinct id) values, v > 0 -> v / penalty else v * penalty, scatter them
-    into a copy. bf16/fp16 input -> `.float()` first (that is already a copy).
+    logits [B, V] (fp32, bf16 or fp16) · params: B SamplingParams · prev_tokens: B histories (lists or
+    tensors, repeats allowed) -> [B, V] float32. Each distinct id of row i's history: v > 0 -> v / penalty,
+    else v * penalty (row i's own penalty); every other value unchanged. The caller's tensor is never
+    written. fp32 input and no penalty anywhere -> `logits` itself may be returned (no [B, V] copy).
+    The penalty works on (row, id) pairs, not on a [B, V] mask: see hints L2 step 1.
     """
     # TODO(p08-fast.1): collect (row, id, penalty) for rows with penalty != 1 and a history, then one
     #                   gather + torch.where + index assignment on the copy.
@@ -56,8 +61,10 @@ def window_topk(x, width):
 def canonical_window(z, ids):
     """Reorder a descending window [n, W] so equal values sit in ascending token id (a stable sort's order).
 
-    torch.topk promises no order among equal values, and its order changes with W: sort by id, then
-    stable-sort by value, descending. No ties in the window -> return it as it is.
+    z [n, W] descending values, ids [n, W] their vocab ids -> (z, ids) reordered: descending values, equal
+    values in ascending token id. No ties in the window -> return it as it is.
+    Needed on the CPU too: torch.topk's order among equal values changes with W, and W is set by the peers
+    (check T3 shows a row where it does).
     """
     # TODO(p08-fast.3): two sorts and two gathers, only when some neighbours are equal.
     raise _todo(3, "canonical_window")
@@ -67,16 +74,21 @@ def canonical_window(z, ids):
 def prefix_sum(e):
     """Inclusive prefix sums [n, W] by log-step shifted adds: entry j is one fixed tree of adds over e[0..j].
 
-    So entry j is the same float for any W, any batch size and any device. (torch.cumsum is sequential on
-    the CPU, but on CUDA a lone row takes another kernel than a batch, with another order of adds.)
-    Shifts 1, 2, 4, ...: columns >= shift add the value `shift` columns to their left.
+    e [n, W] -> [n, W]; entry j = e[0] + ... + e[j], the same float for any W, any batch size, any device.
+    Plainly: on the CPU torch.cumsum gives the very same floats (it adds sequentially) and passes every CPU
+    check; the scan matters on CUDA, where a lone row and a batch take different cumsum kernels, with
+    different orders of adds. Write the scan (hints L2 step 4).
     """
     # TODO(p08-fast.4): the log-step scan (torch.cat of the untouched first columns and a shifted add).
     raise _todo(4, "prefix_sum")
 
 
 def row_total(e):
-    """[n, V] -> [n, 1] sums by pairwise halving: a tree fixed by V alone (torch.sum splits a lone row)."""
+    """[n, V] -> [n, 1] row sums by an adding tree fixed by V alone (pairwise halving).
+
+    Not torch.sum: it splits a lone long row across threads, so a row alone and the same row in a batch
+    round differently, on the CPU too (check T4 shows it).
+    """
     # TODO(p08-fast.4): add the two halves until one column is left (an odd last column waits a round).
     raise _todo(4, "row_total")
 
@@ -99,6 +111,7 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     [n, 1] (the kept mass) and certain [n] (the window holds the whole kept set; if not: widen, or sort).
 
     Only elementwise ops, gathers, integer counts and prefix_sum: a row's numbers must not depend on W.
+    (A torch.sum over the window does: W columns with zeros at the end round differently for each W.)
     """
     # TODO(p08-fast.4): e = exp(z - z[:, :1]); cs = prefix_sum(e); the k-th value by gather; how many
     #                   columns top-k keeps; top-p's 100 % (the top-k mass, or row_mass); the first column

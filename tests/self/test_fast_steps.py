@@ -1,0 +1,78 @@
+"""p08-fast's step checks T1-T6: reported first and in TODO order, each turns green as its step is written
+(the stub filled in one step at a time), and every step mutant fails the check aimed at it with its diagnosis."""
+import ast
+
+import pytest
+
+from course import problems
+from course.checks import checks_for
+from tests.self.helpers import mutate, run
+from tests.self.mutants_fast_steps import FAST_STEPS
+
+# (check id, the stub functions it needs), in TODO order
+STEPS = [("T1.penalized_fp32", ["penalized_fp32"]),
+         ("T3.window_topk", ["window_topk"]),
+         ("T3.canonical_window", ["canonical_window"]),
+         ("T4.prefix_sum", ["prefix_sum", "row_total"]),
+         ("T4.filter_window", ["filter_window"]),
+         ("T5.filtered_probs", ["FastSampler"]),
+         ("T6.inverse_cdf", ["inverse_cdf"])]
+IDS = [cid for cid, _ in STEPS]
+
+
+def test_step_checks_come_first_in_todo_order():
+    fast = problems.get("p08-fast")
+    assert fast.checks[0] == "tests.p08_fast.checks_steps"           # the CLI reports them first (tests/self/test_cli.py)
+    assert [c.id for c in checks_for(fast) if c.fn.__module__ == fast.checks[0]] == IDS
+    numbers = [int(cid[1]) for cid in IDS]
+    assert numbers == sorted(numbers)
+
+
+def _definitions(path):
+    """Top-level function and class definitions of a file: name -> source text."""
+    text = path.read_text(encoding="utf-8")
+    return {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))}, text
+
+
+def test_each_step_turns_green_as_it_is_written(tmp_path):
+    fast = problems.get("p08-fast")
+    solution, _ = _definitions(fast.path("solution"))
+    stub, text = _definitions(fast.path("stub"))
+    for done in range(len(STEPS) + 1):
+        for _, names in STEPS[:done]:
+            for name in names:
+                text = text.replace(stub[name], solution[name])
+                stub[name] = solution[name]
+        path = tmp_path / f"after_{done}_steps.py"
+        path.write_text(text, encoding="utf-8")
+        results = run("p08-fast", path, IDS)
+        statuses = [results[cid].status for cid in IDS]
+        assert statuses == ["pass"] * done + ["todo"] * (len(STEPS) - done), (done, statuses,
+                                                                             {c: r.lines for c, r in results.items()})
+        for cid, names in STEPS[done:]:
+            line = results[cid].lines[0]
+            assert line.startswith("not implemented yet: ") and any(n in line for n in names + ["FastSampler."]), line
+
+
+@pytest.mark.parametrize("mutant", FAST_STEPS, ids=[m.name for m in FAST_STEPS])
+def test_step_mutant_fails_the_check_aimed_at_it(mutant, tmp_path):
+    assert mutant.aimed_at in IDS
+    impl = mutate("p08-fast", mutant, tmp_path)
+    result = run("p08-fast", impl, [mutant.aimed_at])[mutant.aimed_at]
+    assert result.status in ("fail", "error"), f"{mutant.name} ({mutant.bug}): {mutant.aimed_at} -> {result.status}"
+    text = " ".join(result.lines)
+    assert mutant.phrase and mutant.phrase.lower() in text.lower(), f"{mutant.name}: {text}"
+
+
+def test_every_step_has_a_mutant():
+    assert {m.aimed_at for m in FAST_STEPS} == set(IDS)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_step_failure_reads_in_both_languages(lang, tmp_path):
+    mutant = next(m for m in FAST_STEPS if m.name == "canonical_left_to_topk")
+    result = run("p08-fast", mutate("p08-fast", mutant, tmp_path), [mutant.aimed_at], lang=lang)[mutant.aimed_at]
+    text = " ".join(result.lines)
+    assert "called canonical_window(" in text and "expected ids [[4, 2, 7, 9, 0]]" in text
+    assert ("升序" in text) if lang == "zh" else ("ascending token id" in text)
