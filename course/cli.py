@@ -11,7 +11,7 @@ from course import hints, problems, report, state
 from course.lang import pick
 from course.problems import ROOT
 
-USAGE = ("usage: ./check.sh {list | test [pytest args] | PROBLEM [--solution | --impl FILE] [--device cpu|cuda] "
+USAGE = ("usage: ./check.sh {list | test [pytest args] | mutation PROBLEM | PROBLEM [--solution | --impl FILE] [--device cpu|cuda] "
          "[--lang zh|en] [-v] [--watch] [--hint [N]] [--yes]}   problems: ")
 
 
@@ -170,6 +170,9 @@ def main(argv=None) -> int:
             return 0 if argv else 2
         if argv[0] == "list":
             return list_problems(lang)
+        if argv[0] == "mutation":                    # for course authors: cosmic-ray with the grader as oracle
+            from course import mutation
+            return mutation.main(argv[1:])
         if argv[0] == "test":
             os.chdir(ROOT)
             os.execv(sys.executable, [sys.executable, "-m", "pytest", "tests/self", *argv[1:]])

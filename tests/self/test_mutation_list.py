@@ -1,0 +1,37 @@
+"""The list of equivalent mutants stays honest: every entry names a line that is still in its solution,
+an operator, the mutated line and a reason; and the mutation run counts an unlisted survivor as such."""
+import tomllib
+
+import pytest
+
+from course import mutation, problems
+
+DATA = tomllib.loads(mutation.EQUIVALENTS.read_text(encoding="utf-8"))
+ENTRIES = [(name, e) for name in DATA for e in DATA[name]]
+
+
+def test_the_list_only_names_known_problems():
+    assert set(DATA) <= set(problems.problems())
+
+
+@pytest.mark.parametrize("problem,entry", ENTRIES, ids=[f"{p}:{e['before'][:40]}" for p, e in ENTRIES])
+def test_each_equivalent_mutant_is_still_in_its_solution_and_says_why(problem, entry):
+    source = problems.get(problem).path("solution").read_text(encoding="utf-8")
+    code = [line.split("#")[0].strip() for line in source.splitlines()]
+    assert entry["before"] in code, f"stale entry: {entry['before']!r} is no longer a line of the {problem} solution"
+    assert entry["operator"].startswith("core/") and entry["after"] != entry["before"]
+    assert len(entry["reason"]) > 20, "say why this mutant cannot be told apart (or why the contract leaves it free)"
+
+
+def record(outcome, before, after, op="core/NumberReplacer"):
+    diff = f"--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-    {before}  # note\n+    {after}  # note\n"
+    return [{"mutations": [{"operator_name": op, "start_pos": [1, 0]}]}, {"test_outcome": outcome, "diff": diff}]
+
+
+def test_summary_counts_killed_listed_and_unexplained_survivors(monkeypatch):
+    monkeypatch.setattr(mutation, "equivalents", lambda name: {("core/NumberReplacer", "a = 1", "a = 2"): "why"})
+    records = [record("killed", "b = 1", "b = 2"), record("survived", "a = 1", "a = 2"), record("survived", "c = 1", "c = 0"),
+               [{"mutations": [{"operator_name": "core/X", "start_pos": [3, 0]}]}, None]]
+    result = mutation.summarize("p08", records, 1.0)
+    assert (result["mutants"], result["run"], result["killed"], result["equivalent"]) == (4, 3, 1, 1)
+    assert [u["key"] for u in result["unexplained"]] == [["core/NumberReplacer", "c = 1", "c = 0"]]
