@@ -56,20 +56,23 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
         mismatch = first_mismatch(ctx, group, traffic, n, vocab, warmup=5 if name.startswith("joining") else 0)
         if mismatch is None:
             continue
-        lines = mismatch
+        lines, hint = mismatch, ("p08", 1, "q7")
         if name.startswith("seed=0") and first_mismatch(ctx, [("z1", P(seed=1, top_k=20), 7)], traffic, n, vocab) is None:
             why = ctx.t("同样的场景 seed=1 没问题，seed=0 就不行：0 也是一个 seed（`if not seed` / `if params.seed:` 把 0 当成了没有 seed，要写 `is None`）",
                         "the same scenario with seed=1 passes, with seed=0 it fails: 0 is a seed too (`if not seed` / "
                         "`if params.seed:` treat 0 as no seed; test `seed is None`)")
+            hint = ("p08", 1, "q6")
         elif traffic.shift and first_mismatch(ctx, group, drive.Traffic(traffic.make_params, max_peers=1, join=1.0, leave=0.0),
                                               n, vocab) is None:
             why = ctx.t("同伴的 logits 在 0 附近时没问题，在 120 附近时就变了：有个 max 或 sum 是跨整个 batch 算的，要按行（dim=-1）",
                         "with the peer's logits near 0 it passes, near 120 it fails: a max or a sum is taken over the whole "
                         "batch; take it per row (dim=-1)")
+            hint = ("p08", 2, "traps")
         elif leak := filter_leak(ctx, mismatch, vocab):
             why = ctx.t(f"{leak}：某一行的过滤/penalty 受到了同批其他行的影响（整批共用的 k、p、max，或历史混在一起），不是随机数的问题",
                         f"{leak}: one row's filtering or penalty depends on the other rows (a batch-wide k, p or max, or mixed "
                         f"histories), not a matter of random numbers")
+            hint = ("p08", 2, "traps")
         else:
             why = ctx.t("带 seed 的请求只能消费它自己的 generator：不能整批共用一个、不能按 seed 共用、不能对 [B, V] 调一次 multinomial",
                         "a seeded request may only draw from its own generator: not one for the batch, not one per seed, "
@@ -78,7 +81,7 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
             if unseeded_peer:
                 why += ctx.t("（这里唯一的同伴没有 seed：没 seed 的请求用共享 generator，不能动到带 seed 的）",
                              " (the only peer here is unseeded: unseeded requests use the shared generator, never a seeded one's)")
-        raise Fail(f"scenario '{name}': {lines[0]}", lines[1], why, where=f"{ctx.sampler_name}.sample")
+        raise Fail(f"scenario '{name}': {lines[0]}", lines[1], why, hint=hint, where=f"{ctx.sampler_name}.sample")
 
 
 def first_mismatch(ctx, group, traffic, steps, vocab, warmup=0):
