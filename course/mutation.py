@@ -147,9 +147,18 @@ def run(problem_name: str, out_dir: Path) -> dict:
             quit_.connect(sock)
             quit_.sendall(b"quit")
         server.wait()
+    return summarize(problem_name, _records(bin_dir, session), time.monotonic() - t0)
+
+
+def _records(bin_dir: Path, session: Path) -> list:
     dump = subprocess.run([bin_dir / "cosmic-ray", "dump", session], check=True, capture_output=True, text=True).stdout
-    records = [json.loads(line) for line in dump.splitlines() if line.strip()]
-    return summarize(problem_name, records, time.monotonic() - t0)
+    return [json.loads(line) for line in dump.splitlines() if line.strip()]
+
+
+def report(problem_name: str, out_dir: Path) -> dict:
+    """The last session of problem_name, summarized against today's list of equivalent mutants."""
+    last = json.loads((out_dir / f"mutation-{problem_name}.json").read_text(encoding="utf-8"))
+    return summarize(problem_name, _records(ensure_cosmic_ray(), out_dir / f"{problem_name}.sqlite"), last["seconds"])
 
 
 def summarize(problem_name: str, records: list, seconds: float) -> dict:
@@ -168,6 +177,7 @@ def main(argv=None) -> int:
     parser.add_argument("--serve", nargs=2, metavar=("PROBLEM", "SOCKET"), help=argparse.SUPPRESS)
     parser.add_argument("--ask", nargs=2, metavar=("SOCKET", "FILE"), help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(ROOT / "bench_out"), help="where the session database goes")
+    parser.add_argument("--report", action="store_true", help="re-read the last session against the list, run nothing")
     args = parser.parse_args(argv)
     if args.serve:
         serve(*args.serve)
@@ -178,7 +188,7 @@ def main(argv=None) -> int:
         parser.error("name a problem: p08 or p08-fast")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = run(args.problem, out)
+    result = report(args.problem, out) if args.report else run(args.problem, out)
     score = result["killed"] + result["equivalent"]
     print(f"{result['problem']}: {result['mutants']} mutants, {result['killed']} killed by the grader, "
           f"{result['equivalent']} equivalent (listed), {len(result['unexplained'])} unexplained survivors; "
