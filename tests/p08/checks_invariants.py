@@ -375,11 +375,16 @@ def i6_empirical_distribution(ctx):
             counts[r][t] += 1
     for r, (kw, pv) in enumerate(settings):
         label = f"request {ids[r]!r} ({params_text(params[r])}, prev_tokens={pv}) over {steps} steps"
-        if max(counts[r]) == steps and max(expected[r]) < 1:
+        if max(counts[r]) == steps and max(expected[r]) < 1 and kw.get("seed") is None:
             observed = f"{label}: drew token {counts[r].index(steps)} every time, expected {fmt_vec(expected[r])}"
-            diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)])
-            raise Fail(observed, ctx.t("每一步都一样：generator 每步都重建了？", "the same token every step: is the generator rebuilt every step?"),
-                       hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
+            diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)], stream=True)
+            shared = ctx.sampler()                                   # seeded streams move: is the unseeded one stuck?
+            flat = [ctx.sample(shared, ctx.tensor([[0.0] * 64]), ["u"], [ctx.params()], [[]])[0] for _ in range(8)]
+            if len(set(flat)) == 1:
+                raise Fail(observed, f"8 draws of an unseeded request over 64 equal logits -> {flat}",
+                           ctx.t("没有 seed 的请求每一步都抽到同一个 token：共享的 generator 每步都重建了，要在 sampler 里保留一个",
+                                 "an unseeded request draws the same token every step: the shared generator is rebuilt every "
+                                 "step; keep one in the sampler"), hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
         if ids[r] == "equal":                                          # which 2 of the 4 is a tie rule: any 2 will do
             drawn = sorted(i for i, c in enumerate(counts[r]) if c)
             if len(drawn) != 2:

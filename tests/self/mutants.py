@@ -66,7 +66,7 @@ P08 = [
                                                     ("        self._seeded = {}", "        self._seeded = _ALL")),
            "keeps the generators in a module-level dict", phrase='shared by all'),
     Mutant("unseeded_reseeded_every_step", "I6", (("            if device not in self._shared:\n", "            if True:\n"),),
-           "unseeded requests get a fresh generator at every step", phrase='rebuilt every step'),
+           "unseeded requests get a fresh generator at every step", phrase='shared generator is rebuilt'),
     Mutant("one_multinomial_over_batch", "I1", (
         ("        tokens = torch.empty(len(req_ids), dtype=torch.long, device=logits.device)  # [B]\n",
          "        tokens = torch.empty(len(req_ids), dtype=torch.long, device=logits.device)  # [B]\n"
