@@ -172,21 +172,24 @@ SHAPE = [0.0, -1.0, -2.0, -3.0, -4.0, -6.0]       # row = SHAPE * T, so at the r
        hint=("p08", 2, "s3"), problems=BOTH)
 def e2_small_temperatures_exact(ctx):
     draws, expected = 1200, oracle.softmax(SHAPE)
-    for i, temperature in enumerate((1e-4, 1e-3, 0.01, 0.05, 0.3)):
-        row = [v * temperature for v in SHAPE]
-        counts = counts_of(draws_of(ctx, torch.tensor(row), draws, 7000 + i * draws, chunk=draws,
-                                    temperature=temperature), 6)
-        if not oracle.sigma_violations(counts, expected, draws):
-            continue
-        observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3g}' for v in row)}], temperature={temperature}) "
-                    f"for {draws} seeds -> frequencies {fmt_vec([c / draws for c in counts])}, expected {fmt_vec(expected)}")
-        diagnose.earlier_step_first(ctx, observed, [(row, ctx.params(temperature=temperature), [])], stream=True)
-        fits = [(worst_z(counts, oracle.softmax([v / floor for v in row]), draws), floor)
-                for floor in (1e-3, 0.01, 0.05, 0.1, 0.5, 1.0) if floor > temperature]
-        fits = [(z, floor) for z, floor in fits if z <= 6.0]
-        if fits:
-            floor = min(fits)[1]
-            raise Fail(observed, ctx.t(f"抽样结果最符合 T 被截到 {floor} 的分布：温度要按原值用，不要 max(T, …)",
-                                       f"the draws fit best T clamped up to {floor}: use the temperature as given, no max(T, ...)"),
-                       where=f"{ctx.sampler_name}.sample")
-        raise Fail(observed, where=f"{ctx.sampler_name}.sample")
+    temperatures = (1e-4, 1e-3, 0.01, 0.05, 0.3)
+    rows = [[v * t for v in SHAPE] for t in temperatures]
+    counts = [counts_of(draws_of(ctx, torch.tensor(row), draws, 7000 + i * draws, chunk=draws, temperature=t), 6)
+              for i, (t, row) in enumerate(zip(temperatures, rows))]
+    bad = [i for i, c in enumerate(counts) if oracle.sigma_violations(c, expected, draws)]
+    if not bad:
+        return
+    i, temperature = bad[0], temperatures[bad[0]]
+    observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3g}' for v in rows[i])}], temperature={temperature}) "
+                f"for {draws} seeds -> frequencies {fmt_vec([c / draws for c in counts[i]])}, expected {fmt_vec(expected)}")
+    diagnose.earlier_step_first(ctx, observed, [(rows[i], ctx.params(temperature=temperature), [])], stream=True)
+    hypotheses = [(ctx.t("温度没有被用上（抽样符合 T = 1）", "the temperature is not used (the draws fit T = 1)"), lambda t: 1.0)]
+    hypotheses += [(ctx.t(f"温度被截到了至少 {floor}：按原值用，不要 max(T, …)", f"the temperature is clamped up to {floor}: "
+                          f"use it as given, no max(T, ...)"), lambda t, floor=floor: max(t, floor))
+                   for floor in (1e-3, 0.01, 0.05, 0.1, 0.5)]
+    fitting = [label for label, effective in hypotheses
+               if all(worst_z(c, oracle.softmax([v / effective(t) for v in row]), draws) <= 6.0
+                      for t, row, c in zip(temperatures, rows, counts))]
+    why = [ctx.t(f"五个温度的抽样都符合这一种错误：{fitting[0]}", f"the draws at all five temperatures fit one mistake: "
+                 f"{fitting[0]}")] if len(fitting) == 1 else []
+    raise Fail(observed, *why, where=f"{ctx.sampler_name}.sample")

@@ -58,8 +58,12 @@ def e1_penalty_values(ctx):
     row = ctx.tensor([0.5, -1.0, 0.0, 1.0, 2.0])
     out = ctx.vector("apply_repetition_penalty", row, [4, 4, 4], 2.0)
     if abs(out[4].item() - 1.0) > 1e-6:
+        got = out[4].item()
+        why, hint = {0.25: (ctx.t("罚了三次：历史要先去重", "penalised three times: de-duplicate the history first"), ("p08", 1, "q1")),
+                     4.0: (ctx.t("正的 logit 被乘了：正数要除以 penalty", "a positive logit was multiplied: positives are divided"),
+                           ("p08", 1, "q2"))}.get(round(got, 4), ("", ("p08", 1, "e1")))
         raise Fail(f"called apply_repetition_penalty({fmt_vec(row)}, prev_tokens=[4, 4, 4], penalty=2) -> token 4 = "
-                   f"{out[4].item():.4g}, expected 1.0 (once, not 2.0 / 2 / 2 / 2 = 0.25)", hint=("p08", 1, "q1"),
+                   f"{got:.4g}, expected 1.0 (2.0 / 2, once)", *[w for w in [why] if w], hint=hint,
                    where="apply_repetition_penalty")
     below_one = ctx.tensor([3.0, -1.0, 0.5, -0.2])
     out = ctx.vector("apply_repetition_penalty", below_one, [0, 1], 0.5)

@@ -158,7 +158,8 @@ def _variants(row, params, prev):
     t, k, p, r = params.temperature, params.top_k, params.top_p, params.repetition_penalty
     pen = oracle.penalize(row, prev, r)
     f = oracle.filtered_probs
-    out = [("忽略了温度", "the temperature is ignored", f(row, 1.0, k, p, r, prev)),
+    out = [("抽样没有用上温度（按 T = 1 的分布）", "the draw does not use the temperature (the T = 1 distribution)",
+            f(row, 1.0, k, p, r, prev)),
            ("乘以温度而不是除以", "the logits are multiplied by the temperature", f([v * t * t for v in row], t, k, p, r, prev)),
            ("没有用 prev_tokens 做惩罚", "the repetition penalty is not applied", f(row, t, k, p, 1.0, ())),
            ("top-k 没有生效", "top-k is not applied", f(row, t, -1, p, r, prev)),

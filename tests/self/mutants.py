@@ -101,7 +101,7 @@ P08 = [
          "                tokens[i] = torch.argmax(apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty))\n")),
         "penalises after top-k", phrase='top-k before the penalty'),
     Mutant("temperature_ignored", "E2.temperature", (("            row = row / p.temperature                                                # step 3: [V]\n", ""),),
-           "forgets the temperature", phrase='the temperature is ignored'),
+           "forgets the temperature", phrase='does not use the temperature'),
     Mutant("temperature_multiplied", "E2.temperature", (("row = row / p.temperature", "row = row * p.temperature"),),
            "multiplies by the temperature", phrase='multiplied by the temperature'),
     Mutant("history_ignored", "E1.greedy", (("apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)",
