@@ -55,6 +55,7 @@ def history_rows(vocab=32):
         ("history [5, 6, 7] holds no token 0", row_with({0: 2.0, 1: 1.9}), [5, 6, 7], 1.5, 0),
         ("empty history", row_with({vocab - 1: 2.0, vocab - 2: 1.9}), [], 1.5, vocab - 1),
         ("token 3 seen once, 2000 tokens ago", row_with({3: 2.0, 4: 1.9}), long_history, 1.5, 4),
+        ("token 6 seen once, last of 2000", row_with({6: 2.0, 7: 1.9}), long_history[1:] + [6], 1.5, 7),
         ("penalty 0.5 < 1 raises a positive logit", row_with({1: 1.0, 2: 0.6}), [2], 0.5, 2),
         ("penalty 0.5 < 1 on a negative logit", row_with({0: -0.5, 1: -0.4}), [0], 0.5, 0),
         ("history [1, 1, 1, 2]", row_with({1: 2.0, 2: 1.0, 5: 1.2}), [1, 1, 1, 2], 1.5, 1),

@@ -73,12 +73,12 @@ def e1_penalty_values(ctx):
                    ctx.t("penalty < 1 也是同一条规则：正数 v / p（变大），负数 v * p（向 0 靠近）；不要写成“总是变小”",
                          "penalty < 1 follows the same rule: positive v / p (grows), negative v * p (towards 0); not 'always lower'"),
                    hint=("p08", 1, "q2"), where="apply_repetition_penalty")
-    long_history = [0] + [5 + i % 7 for i in range(3000)]          # token 0 seen once, 3000 tokens ago
+    long_history = [0] + [5 + i % 7 for i in range(3000)] + [15]   # tokens 0 and 15 seen once: first and last
     wide = ctx.tensor([2.0] + [0.1 * j for j in range(1, 16)])
     cases = ((row, [1, 3], 1.0, "prev_tokens=[1, 3], penalty=1"), (row, [], 1.7, "prev_tokens=[], penalty=1.7"),
              (logits, torch.tensor([1, 3, 3]), 1.5, "prev_tokens=tensor([1, 3, 3]), penalty=1.5"),
              (row, [0, 2, 3], 0.8, "prev_tokens=[0, 2, 3], penalty=0.8"),
-             (wide, long_history, 1.3, "prev_tokens=[0, 5, 6, ...] (3001 ids, token 0 only first), penalty=1.3"))
+             (wide, long_history, 1.3, "prev_tokens=[0, 5, 6, ..., 15] (3002 ids; 0 only first, 15 only last), penalty=1.3"))
     for base, prev, penalty, label in cases:
         out = ctx.vector("apply_repetition_penalty", base, prev, penalty)
         expected = oracle.penalize(base.tolist(), torch.as_tensor(prev, dtype=torch.long).tolist(), penalty)
@@ -87,7 +87,7 @@ def e1_penalty_values(ctx):
             raise Fail(f"called apply_repetition_penalty({fmt_vec(base)}, {label}) -> {fmt_vec(out)}, expected {fmt_vec(expected)}",
                        ctx.t(f"token {wrong[0]} 的值不对", f"token {wrong[0]} is wrong") + (
                            ctx.t("：整个历史都算，不只是最近的一段", ": the whole history counts, not only its recent part")
-                           if len(prev) > 100 and wrong[0] == 0 else ""),
+                           if len(prev) > 100 and wrong[0] in (0, 15) else ""),
                        where="apply_repetition_penalty")
 
 
