@@ -86,7 +86,7 @@ def e1_penalty_values(ctx):
             wrong = [i for i, (a, b) in enumerate(zip(out.tolist(), expected)) if abs(a - b) > 1e-5]
             raise Fail(f"called apply_repetition_penalty({fmt_vec(base)}, {label}) -> {fmt_vec(out)}, expected {fmt_vec(expected)}",
                        ctx.t(f"token {wrong[0]} 的值不对", f"token {wrong[0]} is wrong") + (
-                           ctx.t("：整个历史都算，不只是最近的一段", ": the whole history counts, not only its recent part")
+                           ctx.t("：整个历史都算，从第一个 token 到最后一个", ": the whole history counts, from its first token to its last")
                            if len(prev) > 100 and wrong[0] in (0, 15) else ""),
                        where="apply_repetition_penalty")
 
