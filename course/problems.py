@@ -25,6 +25,7 @@ class Problem:
     timeout_s: float
     next_zh: str
     next_en: str
+    notebook_en: str = ""   # the English notebook (built from the same source as `notebook`)
 
     def title(self, lang: str) -> str:
         return self.title_zh if lang == "zh" else self.title_en
@@ -33,7 +34,7 @@ class Problem:
         return self.next_zh if lang == "zh" else self.next_en
 
     def path(self, which: str) -> Path:
-        """Absolute path of 'stub', 'solution', 'notebook' or 'hints'."""
+        """Absolute path of 'stub', 'solution', 'notebook', 'notebook_en' or 'hints'."""
         return ROOT / getattr(self, which)
 
 

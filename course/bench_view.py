@@ -1,0 +1,71 @@
+"""The fast-path notebook's benchmark table as HTML (the text table is too wide for a notebook), and one
+sentence per case where the fast path is not the fastest real sampler, saying why."""
+import html
+
+from course.lang import pick
+
+METHODS = ("reference", "full_sort", "blog", "fast", "floor")   # course.bench's order
+LABELS = {"reference": ("参考解逐行循环", "reference loop"), "full_sort": ("全词表排序", "full sort"),
+          "blog": ("博客写法（有 bug）", "blog (buggy)"), "fast": ("快速路径", "fast path"),
+          "floor": ("下限 max(-1)", "floor max(-1)")}
+WHY = {  # method that beat the fast path -> why (one sentence each)
+    "blog": ("博客的写法整批只用第一行的参数、只抽一次全局随机数、不做 penalty，也就是少做了每行该做的事，而且结果是错的",
+             "the blog's code does less work because it is wrong: one parameter set and one global draw for the "
+             "whole batch, no penalty"),
+    "reference": ("batch 和词表都小（例如 B = 8、V = 4096）时，每行要做的事太少，逐行循环的几次小运算比快速路径固定的几遍额外计算"
+                  "（窗口、加宽、整行质量）更便宜",
+                  "with a small batch and vocabulary (e.g. B = 8, V = 4096) a row has so little work that the loop's few "
+                  "small ops cost less than the fast path's fixed extra passes (the window, widening, the full-row mass)"),
+    "full_sort": ("保留集合几乎是整个词表（平坦的 logits、只开 top-p）时，快速路径本来就退回到同样的整行排序，两者只差测量抖动",
+                  "when the kept set is most of the vocabulary (flat logits, top-p only) the fast path falls back "
+                  "to the same full sort, so the two differ by noise only"),
+}
+
+
+def losing_cases(results, methods=METHODS) -> list:
+    """[(result, method)] where a real sampler (not the floor) was faster than the fast path."""
+    return [(r, m) for r in results for m in methods if m not in ("fast", "floor")
+            and r["ms"].get(m) is not None and r["ms"].get("fast") and r["ms"][m] < r["ms"]["fast"]]
+
+
+def _case(r) -> str:
+    return f"{r['name']} (B={r['B']}, V={r['V']}, {r['logits']})"
+
+
+def explain_losses(results, lang="zh") -> str:
+    """One sentence per method that beat the fast path somewhere, naming the cases (or: none)."""
+    lost = losing_cases(results)
+    if not lost:
+        return pick(lang, "这一次，快速路径在每个场景都比其他正确或错误的写法快（下限除外）。",
+                    "This run: the fast path beat every other sampler in every case (the floor aside).")
+    lines = []
+    for method in [m for m in METHODS if any(m == x for _, x in lost)]:
+        cases = "; ".join(_case(r) for r, x in lost if x == method)
+        zh, en = WHY[method] if method in WHY else ("", "")
+        lines.append(pick(lang, f"{LABELS[method][0]} 在 {cases} 更快：{zh}。",
+                          f"{LABELS[method][1]} was faster in {cases}: {en}."))
+    return " ".join(lines)
+
+
+def results_html(results, lang="zh", methods=METHODS) -> str:
+    """An HTML table: one row per case, median ms per method with (x ratio to the fast path); the fast path's
+    column in bold; a cell where a real sampler beats the fast path is shaded."""
+    head = [pick(lang, "场景", "case"), "B", "V", "logits"] + [pick(lang, *LABELS[m]) for m in methods]
+    rows = []
+    for r in results:
+        cells = [html.escape(r["name"]), str(r["B"]), str(r["V"]), html.escape(r["logits"])]
+        for m in methods:
+            t = r["ms"].get(m)
+            if t is None:
+                cells.append("-")
+                continue
+            ratio = r["ratio"][m]
+            text = f"{t:.2f} ms <span style='color:#666'>(x{ratio:.2g})</span>"
+            if m == "fast":
+                text = f"<b>{t:.2f} ms</b>"
+            elif m != "floor" and ratio < 1:
+                text = f"<span style='background:#fde2c4'>{text}</span>"
+            cells.append(text)
+        rows.append("<tr>" + "".join(f"<td style='text-align:right'>{c}</td>" for c in cells) + "</tr>")
+    return ("<table style='font-size:12px'><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) +
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")

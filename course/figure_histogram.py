@@ -1,0 +1,31 @@
+"""The P08 notebook's empirical check: thousands of draws of one seeded request vs course.oracle's probabilities."""
+import torch
+from matplotlib.figure import Figure
+
+from course import oracle
+from course.plotting import BEFORE_COLOR, fig_text
+
+
+def empirical_histogram(module, row, params, draws=4000, prev_tokens=(), lang="en"):
+    """(fig, counts, expected): one seeded request drawn `draws` times vs course.oracle's filtered probabilities."""
+    sampler = module.Sampler()
+    logits = torch.as_tensor(row, dtype=torch.float32)[None]                          # [1, V]
+    counts = [0] * logits.shape[1]
+    for _ in range(draws):
+        counts[int(sampler.sample(logits, ["h"], [params], [list(prev_tokens)])[0])] += 1
+    expected = oracle.probs_for(logits[0].tolist(), params, prev_tokens)
+    off = oracle.sigma_violations(counts, expected, draws)
+    fig = Figure(figsize=(7, 3.2), layout="constrained")
+    ax = fig.subplots()
+    ax.bar(range(len(counts)), [c / draws for c in counts], 0.6, color=BEFORE_COLOR,
+           label=fig_text(lang, f"{draws} 次抽样的频率", f"{draws} draws"))
+    ax.plot(range(len(expected)), expected, "_", color="black", ms=28, mew=2,
+            label=fig_text(lang, "oracle 概率", "oracle"))
+    ax.set_xticks(range(len(counts)))
+    ax.set_xlabel("token id")
+    ax.set_ylim(0, max(max(expected), max(c / draws for c in counts)) * 1.45)   # headroom: the legend sits above
+    ax.set_title(fig_text(lang, "偏离超过 6σ 的 token：", "off by > 6 sigma: ") +
+                 str([t for t, *_ in off] or fig_text(lang, "无", "none")), fontsize=11)
+    ax.legend(fontsize=9, loc="upper center", ncol=2, frameon=False)
+    fig._p08_state = {"counts": counts, "expected": expected, "violations": off}
+    return fig, counts, expected

@@ -1,0 +1,165 @@
+"""Panel 1 of the P08 notebook: sliders and a row picker redrawing the distribution before/after filtering.
+
+build_ui() -> (widgets, figure). `fig._p08_state` holds what was computed, `fig._p08_artists` what was drawn,
+so tests set slider values without a kernel and assert on the plotted data.
+"""
+import ipywidgets as W
+import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from course.impl_choice import choose_impl, impl_label
+from course.lang import pick
+from course.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
+from course.sampling_params import GREEDY_TEMPERATURE
+
+WORKED_PROBS = [0.5, 0.25, 0.15, 0.1]   # the seed page's worked example
+WIDE = {"description_width": "initial"}  # labels such as "temperature" are never cut
+
+
+def preset_rows() -> dict:
+    """The row picker's logits: the worked example, a peaked Zipf-like row (shuffled ids), a flat row."""
+    zipf = torch.empty(16)                                                            # [16]
+    ranks = torch.arange(1, 17, dtype=torch.float32)                                  # [16]
+    zipf[torch.randperm(16, generator=torch.Generator().manual_seed(0))] = -1.3 * torch.log(ranks)
+    return {"worked": torch.log(torch.tensor(WORKED_PROBS)),                          # [4]
+            "zipf": zipf,                                                             # [16] rank r ~ r^-1.3
+            "flat": torch.linspace(0.4, 0.0, 10)}                                     # [10] nearly uniform
+
+
+def filter_steps(module, row, temperature, top_k, top_p, penalty, prev_tokens) -> dict:
+    """Every intermediate of steps 1-5 for one row, computed with module's apply_* functions."""
+    row = torch.as_tensor(row, dtype=torch.float32)                                   # [V] fp32
+    penalized = module.apply_repetition_penalty(row, list(prev_tokens), penalty)       # [V]
+    greedy = temperature < GREEDY_TEMPERATURE                                         # step 2: before dividing
+    tempered = penalized if greedy else penalized / temperature                        # [V]
+    after_top_k = tempered if greedy else module.apply_top_k(tempered, top_k)          # [V] -inf outside
+    after_top_p = after_top_k if greedy else module.apply_top_p(after_top_k, top_p)    # [V] -inf outside
+    probs_before = torch.softmax(tempered, -1)                                        # [V]
+    if greedy:
+        probs_after = torch.nn.functional.one_hot(penalized.argmax(), len(row)).float()  # [V] one-hot
+    else:
+        probs_after = torch.softmax(after_top_p, -1)                                  # [V] 0 outside kept
+    sorted_probs, order = torch.sort(torch.softmax(after_top_k, -1), descending=True, stable=True)  # [V], [V]
+    cumulative = torch.cumsum(sorted_probs, -1)                                       # [V] what top-p reads
+    mass_before = cumulative - sorted_probs                                           # [V] strictly before
+    crossing = None                                                                   # rank of the crossing token
+    if not greedy and 0 < top_p < 1:
+        finite = int((sorted_probs > 0).sum())
+        crossing = min(max(int((mass_before < top_p).sum()) - 1, 0), finite - 1)
+    return {"row": row, "penalized": penalized, "tempered": tempered, "after_top_k": after_top_k,
+            "after_top_p": after_top_p, "probs_before": probs_before, "probs_after": probs_after,
+            "kept": sorted(int(i) for i in torch.nonzero(probs_after > 0).flatten()), "order": order,
+            "sorted_probs": sorted_probs, "cumulative": cumulative, "mass_before": mass_before,
+            "crossing": crossing, "crossing_token": None if crossing is None else int(order[crossing]),
+            "greedy": greedy, "params": dict(temperature=temperature, top_k=top_k, top_p=top_p,
+                                             penalty=penalty, prev_tokens=list(prev_tokens))}
+
+
+def draw_filter(fig, steps, lang) -> None:
+    """Left: bars before/after (kept orange; removed hatched grey at their before-filter height).
+    Right: sorted cumulative curve, the top_p line (hidden when greedy or off), the crossing token."""
+    ax_bars, ax_cum = fig.axes
+    ax_bars.clear()
+    ax_cum.clear()
+    vocab, kept, top_p = len(steps["row"]), set(steps["kept"]), steps["params"]["top_p"]
+    before_probs = steps["probs_before"].tolist()
+    removed_ids = [i for i in range(vocab) if i not in kept]
+    before = ax_bars.bar([i - 0.2 for i in range(vocab)], before_probs, 0.4, color=BEFORE_COLOR, alpha=0.35)
+    after = ax_bars.bar([i + 0.2 for i in range(vocab)], steps["probs_after"].tolist(), 0.4,   # removed: height 0
+                        color=[KEPT_COLOR if i in kept else REMOVED_COLOR for i in range(vocab)])
+    removed = ax_bars.bar([i + 0.2 for i in removed_ids], [before_probs[i] for i in removed_ids], 0.4,
+                          facecolor="none", edgecolor=REMOVED_COLOR, hatch="///", linewidth=1)
+    ax_bars.set_xticks(range(vocab))
+    ax_bars.set_xlabel(fig_text(lang, "token id（词表顺序）", "token id (vocab order)"))
+    ax_bars.set_ylabel(fig_text(lang, "概率", "probability"))
+    ax_bars.set_ylim(0, max(max(before_probs), max(steps["probs_after"].tolist())) * 1.3)
+    ax_bars.set_title(fig_text(lang, f"入围 {sorted(kept)}", f"kept {sorted(kept)}") +
+                      (" · greedy = argmax" if steps["greedy"] else ""))
+    ax_bars.legend(handles=[Patch(color=BEFORE_COLOR, alpha=0.35, label=fig_text(lang, "过滤前", "before filtering")),
+                            Patch(color=KEPT_COLOR, label=fig_text(lang, "过滤后：入围", "after: kept")),
+                            Patch(facecolor="none", edgecolor=REMOVED_COLOR, hatch="///",
+                                  label=fig_text(lang, "被删（画过滤前的高度）", "removed (height before)"))],
+                   fontsize=9, loc="upper right", ncol=3)
+    cumulative = steps["cumulative"].tolist()
+    (curve,) = ax_cum.plot(range(vocab), cumulative, "o-", color=BEFORE_COLOR,
+                           label=fig_text(lang, "降序累计概率", "sorted cumulative"))
+    line = ax_cum.axhline(top_p, color=CROSS_COLOR, ls="--", label=f"top_p = {top_p:.2f}")
+    line.set_visible(not steps["greedy"] and 0 < top_p < 1)
+    rank = steps["crossing"]
+    (marker,) = ax_cum.plot([] if rank is None else [rank], [] if rank is None else [cumulative[rank]], "s", ms=15,
+                            mfc="none", mec=CROSS_COLOR, mew=2, label=fig_text(lang, "越过阈值的 token（保留）",
+                                                                              "crossing token (stays)"))
+    ax_cum.axvspan(-0.5, len(kept) - 0.5, color=KEPT_COLOR, alpha=0.12)
+    ax_cum.set_xticks(range(vocab), [str(int(t)) for t in steps["order"]])
+    ax_cum.set_xlabel(fig_text(lang, "token id（按概率降序）", "token id (by descending probability)"))
+    ax_cum.set_ylim(0, 1.05)
+    ax_cum.legend(handles=[curve, marker] + ([line] if line.get_visible() else []), fontsize=9, loc="lower right")
+    fig._p08_state = steps
+    fig._p08_artists = {"before": before, "after": after, "removed": removed, "cumulative": curve, "top_p": line,
+                        "crossing": marker}
+
+
+def _numbers(text, kind):
+    """'1, 2.5，3' -> [1.0, 2.5, 3.0] (kind=float); ASCII or full-width commas."""
+    return [kind(x) for x in text.replace("，", ",").split(",") if x.strip()]
+
+
+def build_ui(lang="zh", use_reference=False):
+    """(widgets, figure): sliders + row picker redrawing the before/after bars and the cumulative curve."""
+    rows = preset_rows()
+    w = {"row": W.Dropdown(options=[(pick(lang, "讲义例子 [0.5, 0.25, 0.15, 0.1]", "worked example [0.5, 0.25, 0.15, 0.1]"), "worked"),
+                                    (pick(lang, "尖峰（Zipf 形）", "peaked (Zipf-like)"), "zipf"),
+                                    (pick(lang, "平坦", "flat"), "flat"), (pick(lang, "自定义", "your own"), "custom")],
+                           value="worked", description=pick(lang, "logits 行", "row"), style=WIDE),
+         "custom": W.Text(value="2.0, 1.2, 0.8, 0.3, -0.5, -1.0", description=pick(lang, "自定义", "your own"),
+                          placeholder=pick(lang, "逗号分隔的 logits", "comma-separated logits"), style=WIDE),
+         "prev_tokens": W.Text(value="0", description=pick(lang, "历史 token", "prev tokens"), style=WIDE),
+         "temperature": W.FloatSlider(value=1.0, min=0.0, max=3.0, step=0.05, description="temperature", style=WIDE),
+         "top_k": W.IntSlider(value=3, min=-1, max=4, description="top_k", style=WIDE),
+         "top_p": W.FloatSlider(value=0.6, min=0.01, max=1.0, step=0.01, description="top_p", style=WIDE),
+         "penalty": W.FloatSlider(value=1.0, min=0.5, max=3.0, step=0.05, description="penalty", style=WIDE),
+         "use_reference": W.ToggleButtons(options=[(pick(lang, "我的 mine/", "mine/"), False),
+                                                   (pick(lang, "参考解", "reference"), True)], value=bool(use_reference)),
+         "note": W.HTML(), "image": W.Image(format="png")}
+    fig = Figure(figsize=(11, 3.8), layout="constrained")
+    fig.subplots(1, 2)
+    impl = {}
+    busy = [False]
+
+    def load(_=None):
+        impl["module"], impl["note"] = choose_impl(w["use_reference"].value, lang)
+        impl["label"] = impl_label(impl["module"], lang)
+        redraw()
+
+    def redraw(_=None):
+        if busy[0]:
+            return
+        busy[0] = True
+        try:
+            row = rows.get(w["row"].value)
+            row = torch.tensor(_numbers(w["custom"].value, float)) if row is None else row  # [V]
+            if len(row) < 2:
+                raise ValueError(pick(lang, "至少要 2 个 logits", "give at least 2 logits"))
+            w["top_k"].max = len(row)
+            prev = _numbers(w["prev_tokens"].value, int)
+            if any(not 0 <= t < len(row) for t in prev):
+                raise ValueError(pick(lang, f"历史 token 要在 [0, {len(row)}) 内", f"prev tokens must be in [0, {len(row)})"))
+            steps = filter_steps(impl["module"], row, w["temperature"].value, w["top_k"].value, w["top_p"].value,
+                                 w["penalty"].value, prev)
+            draw_filter(fig, steps, lang)
+            w["image"].value = render_png(fig)
+            w["note"].value = f"<i>{impl['label']}</i>"
+        except Exception as error:  # a parse error or the learner's own bug: say it, keep the last picture
+            w["note"].value = f"<i>{impl['label']}</i><br><b style='color:#c00'>{type(error).__name__}: {error}</b>"
+        finally:
+            busy[0] = False
+
+    for name in ("row", "custom", "prev_tokens", "temperature", "top_k", "top_p", "penalty"):
+        w[name].observe(redraw, names="value")
+    w["use_reference"].observe(load, names="value")
+    w["panel"] = W.VBox([W.HBox([w["row"], w["custom"]]), W.HBox([w["temperature"], w["top_k"]]),
+                         W.HBox([w["top_p"], w["penalty"]]), W.HBox([w["prev_tokens"], w["use_reference"]]),
+                         w["note"], w["image"]])
+    load()
+    return w, fig

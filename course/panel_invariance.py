@@ -1,0 +1,67 @@
+"""Panel 2 of the P08 notebook: request q (seed 7) alone vs inside shuffled, changing batches, for the
+learner's sampler and for a shared-generator sampler that is wrong on purpose (course/demo_samplers.py)."""
+import ipywidgets as W
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+
+from course.demo_samplers import invariance_runs
+from course.impl_choice import choose_impl, impl_label
+from course.lang import pick
+from course.plotting import fig_text, render_png
+
+
+def peers_of(run) -> list:
+    """The peers (req ids other than q) that shared at least one batch with q in one mixed run."""
+    return sorted({r for batch in run["batches"] for r in batch if r != "q"})
+
+
+def draw_invariance(fig, data, lang, run_number=1) -> None:
+    """One grid per sampler: rows = alone / each mix, cells = q's token, green where it equals 'alone'."""
+    titles = {"right": fig_text(lang, "每人自带骰子（正确）", "own dice per request (right)"),
+              "wrong": fig_text(lang, "公用摇号机（故意写错）", "shared lottery machine (WRONG on purpose)")}
+    for ax, label in zip(fig.axes, ("right", "wrong")):
+        ax.clear()
+        alone, runs = data[label]["alone"], data[label]["mixed"]
+        grid = [alone] + [r["tokens"] for r in runs]
+        same = [[float(t == a) for t, a in zip(tokens, alone)] for tokens in grid]
+        ax.imshow(same, cmap=ListedColormap(["#f4a6a6", "#a8dfa8"]), vmin=0, vmax=1, aspect="auto")
+        for r, tokens in enumerate(grid):
+            for c, token in enumerate(tokens):
+                ax.text(c, r, str(token), ha="center", va="center", fontsize=11)
+        ax.set_yticks(range(len(grid)), [fig_text(lang, "单独", "alone")] +
+                      [f"mix {r['seed']} (B<={max(len(b) for b in r['batches'])})" for r in runs])
+        ax.set_xticks(range(len(alone)))
+        ax.set_xlabel("step")
+        ax.set_title(fig_text(lang, f"第 {run_number} 次运行 · ", f"run {run_number} · ") + titles[label], fontsize=11)
+    fig._p08_state = dict(data, run=run_number)
+
+
+def build_invariance_panel(lang="zh", use_reference=False, steps=8, vocab=12, mixes=3):
+    """(widgets, figure): request q (seed 7) alone and in shuffled batches, right sampler vs shared generator."""
+    module, _ = choose_impl(use_reference, lang)
+    fig = Figure(figsize=(11, 1.4 + 0.5 * mixes), layout="constrained")
+    fig.subplots(1, 2)
+    w = {"again": W.Button(description=pick(lang, "换一批同伴再跑一次", "run again with another batch mix"),
+                           layout=W.Layout(width="auto")),
+         "note": W.HTML(), "image": W.Image(format="png")}
+    first, runs = [0], [0]
+
+    def run(_=None):
+        seeds = list(range(first[0], first[0] + mixes))
+        first[0] += mixes
+        runs[0] += 1
+        data = invariance_runs(module, seeds, steps, vocab)
+        draw_invariance(fig, data, lang, runs[0])
+        w["image"].value = render_png(fig)
+        verdict = {k: sum(r["tokens"] != data[k]["alone"] for r in data[k]["mixed"]) for k in data}
+        peers = "; ".join(f"mix {r['seed']}: {', '.join(peers_of(r)) or '-'}" for r in data["right"]["mixed"])
+        w["note"].value = (f"<i>{impl_label(module, lang)}</i><br><b>" + pick(lang, f"第 {runs[0]} 次运行", f"run {runs[0]}") +
+                           "</b> · " + pick(lang, f"同伴 {peers}", f"peers {peers}") + "<br>" + pick(
+            lang, f"正确做法：{verdict['right']}/{mixes} 次混合与单独不同；公用 generator：{verdict['wrong']}/{mixes} 次不同",
+            f"right sampler: {verdict['right']}/{mixes} mixes differ from alone; shared generator: "
+            f"{verdict['wrong']}/{mixes} differ"))
+
+    w["again"].on_click(run)
+    w["panel"] = W.VBox([w["again"], w["note"], w["image"]])
+    run()
+    return w, fig

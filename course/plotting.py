@@ -1,0 +1,66 @@
+"""Figure helpers shared by every notebook panel: colours, the CJK font, labels in the learner's language, PNG.
+
+Chinese labels are drawn only when a Chinese-capable font is installed (e.g. Debian's fonts-noto-cjk);
+otherwise the English label is used, so a figure never shows missing-glyph boxes.
+"""
+import io
+import warnings
+from functools import lru_cache
+
+KEPT_COLOR, REMOVED_COLOR, BEFORE_COLOR, CROSS_COLOR = "tab:orange", "gray", "tab:blue", "tab:red"
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC", "Source Han Sans SC", "WenQuanYi Zen Hei",
+             "WenQuanYi Micro Hei", "SimHei", "Microsoft YaHei", "PingFang SC", "Heiti SC", "Arial Unicode MS")
+CJK_FILE_HINTS = ("notosanscjk", "sourcehansans", "wqy", "simhei", "msyh", "pingfang")
+
+
+@lru_cache(maxsize=None)
+def cjk_font():
+    """A Chinese-capable font matplotlib can use (registered as the first sans-serif), or None.
+
+    matplotlib caches its font list; a font installed after that cache was built is found by file name
+    and registered here.
+    """
+    from matplotlib import font_manager, rcParams
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    font = next((n for n in CJK_FONTS if n in names), None)
+    if font is None:
+        for path in font_manager.findSystemFonts():
+            if any(hint in path.lower().replace("-", "").replace("_", "") for hint in CJK_FILE_HINTS):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):
+                    continue
+        names = {f.name for f in font_manager.fontManager.ttflist}
+        font = next((n for n in CJK_FONTS if n in names), None)
+    if font:
+        rcParams["font.sans-serif"] = [font, *rcParams["font.sans-serif"]]
+        rcParams["axes.unicode_minus"] = False      # some CJK fonts lack U+2212
+    return font
+
+
+def fig_text(lang, zh, en) -> str:
+    """Figure text in the learner's language: Chinese only where a Chinese font exists, else English."""
+    return zh if lang != "en" and cjk_font() else en
+
+
+def render_png(fig, dpi=90) -> bytes:
+    """The figure as PNG bytes, for an ipywidgets Image (works with or without a kernel)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def missing_glyphs(fig) -> list:
+    """The 'Glyph ... missing from font' warnings drawing fig raises (a test asserts there are none)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        render_png(fig)
+    return [str(w.message) for w in caught if "missing from" in str(w.message)]
+
+
+def rounded(values, digits=4):
+    """A tensor or list as a list of floats rounded for printing: 0.2, not -0.20000000298023224."""
+    values = values.tolist() if hasattr(values, "tolist") else values
+    if isinstance(values, (int, float)):
+        return round(values, digits)
+    return [rounded(v, digits) for v in values]

@@ -1,0 +1,98 @@
+"""The Chinese and English notebooks are built from one source (course/nbsource.py), so their code cells
+never drift; the git clean filter (course/nbstrip.py) keeps run notebooks byte-identical to the committed
+ones; course/notebook_setup.py ships the widget-state setting and the filter."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from course import nbsource, nbstrip, notebook_setup, problems
+
+
+@pytest.mark.parametrize("target", nbsource.targets(), ids=lambda t: f"{t[2].parent.name}/{t[2].name}")
+def test_committed_notebook_is_what_its_source_builds(target):
+    src, lang, path = target
+    built = nbsource.build(src.read_text(encoding="utf-8"), lang, path.stem)
+    assert path.read_text(encoding="utf-8") == built, \
+        f"{path.relative_to(nbsource.ROOT)} is out of sync with {src.relative_to(nbsource.ROOT)}: " \
+        "edit the source, then run python -m course.nbsource"
+
+
+@pytest.mark.parametrize("name", list(problems.problems()))
+def test_every_problem_has_both_languages_with_identical_code_cells(name):
+    p = problems.get(name)
+    assert p.notebook_en and p.notebook_en.startswith("notebooks/en/")
+    zh, en = (json.loads(p.path(which).read_text(encoding="utf-8")) for which in ("notebook", "notebook_en"))
+    code = [[("".join(c["source"]) if c["cell_type"] == "code" else c["cell_type"]) for c in nb["cells"]]
+            for nb in (zh, en)]
+    assert [c.replace('LANG = "zh"', 'LANG = "en"') for c in code[0]] == code[1]
+    english = [c for c in en["cells"] if c["cell_type"] == "markdown"]
+    assert not [c["id"] for c in english if any("\u4e00" <= ch <= "\u9fff" for ch in "".join(c["source"]))], \
+        "Chinese text in the English notebook's prose"
+
+
+def test_parse_rejects_a_markdown_cell_without_its_english_twin():
+    with pytest.raises(ValueError, match="English twin"):
+        nbsource.parse("%% md\n中文\n%% code\nx = 1\n")
+    with pytest.raises(ValueError, match="does not follow"):
+        nbsource.parse("%% en\nEnglish\n")
+    cells = nbsource.parse("%% md\n中文\n%% en\nEnglish\n%% code\nLANG = '{{LANG}}'\n")
+    assert cells == [("md", "中文", "English"), ("code", "LANG = '{{LANG}}'")]
+
+
+def test_check_mode_reports_a_stale_notebook(tmp_path, monkeypatch):
+    src = tmp_path / "x.nb"
+    src.write_text("%% md\n标题\n%% en\nTitle\n%% code\nprint(1)\n", encoding="utf-8")
+    out = tmp_path / "x.ipynb"
+    monkeypatch.setattr(nbsource, "targets", lambda: [(src, "en", out)])
+    monkeypatch.setattr(nbsource, "ROOT", tmp_path)
+    assert nbsource.main(["--check"]) == 1 and not out.exists()
+    assert nbsource.main([]) == 0 and nbsource.main(["--check"]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["cells"][0]["source"] == ["Title"]
+
+
+def test_strip_removes_outputs_widget_state_and_metadata_only():
+    clean = nbsource.build("%% md\n标题\n%% en\nTitle\n%% code\nx = 1\nprint(x)\n", "zh", "t")
+    nb = json.loads(clean)
+    nb["cells"][1].update(execution_count=3, outputs=[{"output_type": "stream", "name": "stdout", "text": ["1\n"]}],
+                          metadata={"scrolled": True, "execution": {"iopub.status.idle": "2026"}})
+    nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    nb["metadata"]["language_info"] = {"name": "python", "version": "3.11.2"}
+    nb["cells"][1]["source"] = "x = 1\nprint(x)"                      # a string, as some tools write it
+    assert nbstrip.strip_text(json.dumps(nb)) == clean
+
+
+def test_strip_runs_as_a_git_filter_with_plain_python3():
+    clean = nbsource.build("%% code\nx = 1\n", "zh", "t")
+    run = subprocess.run([sys.executable, str(nbsource.ROOT / "course" / "nbstrip.py")], input=clean.encode("utf-8"),
+                         capture_output=True, check=True)
+    assert run.stdout.decode("utf-8") == clean
+    broken = subprocess.run([sys.executable, str(nbsource.ROOT / "course" / "nbstrip.py")], input=b"<<<<<<< HEAD",
+                            capture_output=True, check=True)
+    assert broken.stdout == b"<<<<<<< HEAD"                            # not JSON: passed through untouched
+
+
+def test_gitattributes_routes_every_notebook_through_the_filter():
+    text = (nbsource.ROOT / ".gitattributes").read_text(encoding="utf-8")
+    assert "notebooks/**/*.ipynb filter=nbstrip" in text
+
+
+def test_setup_writes_the_widget_state_setting_and_keeps_other_overrides(tmp_path):
+    path = notebook_setup.overrides_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}))
+    notebook_setup.save_widget_state(tmp_path)
+    notebook_setup.save_widget_state(tmp_path)                        # idempotent
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data[notebook_setup.WIDGETS_PLUGIN] == {"saveState": True}
+    assert data["@jupyterlab/apputils-extension:themes"] == {"theme": "JupyterLab Dark"}
+
+
+def test_setup_installs_the_git_filter_in_a_clone(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert notebook_setup.git_filter(tmp_path)
+    value = subprocess.run(["git", "-C", str(tmp_path), "config", "filter.nbstrip.clean"], capture_output=True,
+                           text=True, check=True).stdout.strip()
+    assert value == "python3 course/nbstrip.py"
+    assert not notebook_setup.git_filter(tmp_path / "nowhere")
