@@ -175,7 +175,7 @@ def main(argv=None) -> int:
             return mutation.main(argv[1:])
         if argv[0] == "test":
             os.chdir(ROOT)
-            os.execv(sys.executable, [sys.executable, "-m", "pytest", "tests/self", *argv[1:]])
+            os.execv(sys.executable, [sys.executable, "-m", "pytest", *argv[1:]])   # pytest.ini: testpaths = tests/self
         args = parse(argv)
         if args.watch:
             return watch(args)
