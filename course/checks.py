@@ -183,7 +183,13 @@ class Ctx:
         """Call the function `name` that must return a new floating tensor shaped like args[0]."""
         like = args[0]
         shown = ", ".join([fmt_vec(like)] + [repr(a) if not isinstance(a, torch.Tensor) else fmt_vec(a) for a in args[1:]])
+        before = like.clone()
         out = _noting(f"called {name}({shown})", self.fn(name), *args, **kwargs)
+        if not torch.equal(like, before):
+            raise Fail(f"called {name}({shown}): the input is now {fmt_vec(like)}",
+                       self.t(f"{name} 原地改了传给它的张量：先 clone 再改（调用方的 logits 也会被改掉）",
+                              f"{name} changed the tensor it was given, in place: clone first, then edit the copy (or the "
+                              f"caller's logits change too)"), hint=("p08", 2, "traps"), where=name)
         if not isinstance(out, torch.Tensor) or out.shape != like.shape or not out.is_floating_point():
             raise Fail(f"called {name}({shown}) -> {describe(out)}",
                        self.t(f"期望：一个形状为 {list(like.shape)} 的浮点张量", f"expected a floating tensor of shape {list(like.shape)}"),

@@ -32,8 +32,8 @@ def failure_block(result, check, lang: str, verbose: bool) -> list:
     """The 1-4 lines under a ✗: what was called and what came back, where, which hint to read."""
     lines = []
     if result.status == "timeout":
-        lines.append(pick(lang, f"超时：{result.seconds:.0f} 秒内没有结束（死循环？）",
-                          f"timed out: did not finish within {result.seconds:.0f} s (an endless loop?)"))
+        lines.append(pick(lang, f"超时：{result.seconds:.0f} 秒内没有结束（死循环，或者太慢？）",
+                          f"timed out: did not finish within {result.seconds:.0f} s (an endless loop, or far too slow?)"))
     elif result.status == "crash":
         lines.append(pick(lang, f"进程在这项检查中退出了（{' '.join(result.lines)}）",
                           f"the process died during this check ({' '.join(result.lines)})"))

@@ -43,23 +43,53 @@ def counts_of(tokens, cells):
 
 
 # ---- E1.history -------------------------------------------------------------------------------------
-def history_rows(vocab=32):
-    """(label, row, prev, penalty, expected token) with one clear answer each, greedy or top_k = 1."""
-    def row_with(top):
-        values = [-3.0 - 0.01 * j for j in range(vocab)]
-        for token, value in top.items():
-            values[token] = value
-        return values
+def row_with(top, vocab=32):
+    """A row of low logits [V] with the given {token: value} on top."""
+    values = [-3.0 - 0.01 * j for j in range(vocab)]
+    for token, value in top.items():
+        values[token] = value
+    return values
+
+
+def history_rows():
+    """(label, row, prev, penalty, expected token, the token the case is about), one clear answer each."""
     long_history = [3] + [8 + i % 20 for i in range(2000)]
     return [
-        ("history [5, 6, 7] holds no token 0", row_with({0: 2.0, 1: 1.9}), [5, 6, 7], 1.5, 0),
-        ("empty history", row_with({vocab - 1: 2.0, vocab - 2: 1.9}), [], 1.5, vocab - 1),
-        ("token 3 seen once, 2000 tokens ago", row_with({3: 2.0, 4: 1.9}), long_history, 1.5, 4),
-        ("token 6 seen once, last of 2000", row_with({6: 2.0, 7: 1.9}), long_history[1:] + [6], 1.5, 7),
-        ("penalty 0.5 < 1 raises a positive logit", row_with({1: 1.0, 2: 0.6}), [2], 0.5, 2),
-        ("penalty 0.5 < 1 on a negative logit", row_with({0: -0.5, 1: -0.4}), [0], 0.5, 0),
-        ("history [1, 1, 1, 2]", row_with({1: 2.0, 2: 1.0, 5: 1.2}), [1, 1, 1, 2], 1.5, 1),
+        ("history [5, 6, 7] holds no token 0", row_with({0: 2.0, 1: 1.9}), [5, 6, 7], 1.5, 0, None),
+        ("empty history", row_with({31: 2.0, 30: 1.9}), [], 1.5, 31, None),
+        ("token 3 seen once, 2000 tokens ago", row_with({3: 2.0, 4: 1.9}), long_history, 1.5, 4, 3),
+        ("token 6 seen once, last of 2000", row_with({6: 2.0, 7: 1.9}), long_history[1:] + [6], 1.5, 7, 6),
+        ("penalty 0.5 < 1 raises a positive logit", row_with({1: 1.0, 2: 0.6}), [2], 0.5, 2, 2),
+        ("penalty 0.5 < 1 on a negative logit", row_with({0: -0.5, 1: -0.4}), [0], 0.5, 0, 0),
+        ("history [1, 1, 1, 2]", row_with({1: 2.0, 2: 1.0, 5: 1.2}), [1, 1, 1, 2], 1.5, 1, 1),
     ]
+
+
+def why_row_is_wrong(ctx, case, mode):
+    """The established reason a row of E1.history came out wrong, by re-running it in smaller settings."""
+    label, row, prev, pen, want, key = case
+    solo = lambda values, history, penalty: ctx.sample(                          # noqa: E731
+        ctx.sampler(), ctx.tensor([values]), ["solo"], [ctx.params(repetition_penalty=penalty, **mode)], [list(history)])
+    if solo(row, prev, pen) == [want]:
+        return ctx.t("这一行单独采样是对的，和其他历史更长的行放在一起就错了：各行的历史混在一起了，或者补齐(pad)用的 id 也被惩罚了",
+                     "this row alone is right, but wrong beside rows with longer histories: the histories are mixed "
+                     "between rows, or the id used to pad them is penalised too")
+    if key is not None and len(prev) > 1 and solo(row, [key], pen) == [want]:
+        if len(prev) > 100:
+            return ctx.t(f"历史只有 [{key}] 时是对的，{len(prev)} 个 token 的历史就错了：整个历史都算，从第一个到最后一个",
+                         f"with the history [{key}] it is right, with {len(prev)} tokens it is wrong: the whole history "
+                         f"counts, from its first token to its last")
+        return ctx.t("历史只有一个 token 时是对的，有重复时就错了：每个不同的 token 只罚一次", "right with a one-token history, "
+                     "wrong with repeats: each distinct token is penalised once")
+    if solo(row_with({0: 2.0, 1: 1.9}), [0], 2.0) != [1]:
+        if "temperature" in mode:
+            return ctx.t("greedy 行完全没有被惩罚：penalty 要在 greedy 判断之前", "greedy rows are not penalised at all: "
+                         "the penalty comes before the greedy test")
+        return ctx.t("sample() 没有按 prev_tokens[i] 对第 i 行做 penalty", "sample() does not penalise row i with prev_tokens[i]")
+    if pen < 1:
+        return ctx.t("penalty 2 是对的，penalty 0.5 就错了：penalty < 1 也用同一条规则，正数 v / p，负数 v * p",
+                     "penalty 2 is right, penalty 0.5 is not: penalty < 1 follows the same rule, positive v / p, negative v * p")
+    return None
 
 
 LOW_PRECISION_ROWS = [  # penalty 1.3 on token 0 = 3.0: fp32 gives 2.3077 < token 1; in bf16/fp16 it rounds up to a tie
@@ -71,30 +101,18 @@ LOW_PRECISION_ROWS = [  # penalty 1.3 on token 0 = 3.0: fp32 gives 2.3077 < toke
 def e1_penalty_in_a_real_batch(ctx):
     cases = history_rows()
     for mode in (dict(temperature=0.0), dict(top_k=1, seed=5)):
-        params = [ctx.params(repetition_penalty=pen, **mode) for _, _, _, pen, _ in cases]
-        logits = ctx.tensor([row for _, row, _, _, _ in cases])
-        got = ctx.sample(ctx.sampler(), logits, [f"h{i}" for i in range(len(cases))], params,
-                         [list(prev) for _, _, prev, _, _ in cases])
-        for i, (label, row, prev, pen, want) in enumerate(cases):
+        params = [ctx.params(repetition_penalty=case[3], **mode) for case in cases]
+        logits = ctx.tensor([case[1] for case in cases])
+        got = ctx.sample(ctx.sampler(), logits, [f"h{i}" for i in range(len(cases))], params, [list(case[2]) for case in cases])
+        for i, case in enumerate(cases):
+            label, row, prev, pen, want, _ = case
             if got[i] == want:
                 continue
             observed = (f"called {ctx.sampler_name}.sample({len(cases)} rows, {params_text(params[i])}), row {i} ({label}) "
                         f"-> token {got[i]}, expected {want}")
             diagnose.earlier_step_first(ctx, observed, [(row, params[i], prev)], greedy="temperature" in mode)
-            alone = ctx.sample(ctx.sampler(), ctx.tensor([row]), ["solo"], [params[i]], [list(prev)])
-            if alone == [want]:
-                why = ctx.t("这一行单独采样是对的，和其他历史更长的行放在一起就错了：各行的历史混在一起了，或者补齐(pad)用的 id 也被惩罚了",
-                            "this row alone is right, but wrong beside rows with longer histories: the histories are mixed "
-                            "between rows, or the id used to pad them is penalised too")
-            elif len(prev) > 100:
-                why = ctx.t("历史里所有不同的 token 都算，包括很早以前出现过的", "every distinct token of the history counts, "
-                            "also one seen long ago")
-            elif pen < 1:
-                why = ctx.t("penalty < 1 也用同一条规则：正数 v / p，负数 v * p", "penalty < 1 follows the same rule: positive "
-                            "v / p, negative v * p")
-            else:
-                why = ctx.t("sample() 没有按 prev_tokens[i] 对第 i 行做 penalty", "sample() does not penalise row i with prev_tokens[i]")
-            raise Fail(observed, why, hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+            why = why_row_is_wrong(ctx, case, mode)
+            raise Fail(observed, *[w for w in [why] if w], hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
     for dtype, row in LOW_PRECISION_ROWS:
         params = ctx.params(temperature=0.0, repetition_penalty=1.3)
         got = ctx.sample(ctx.sampler(), ctx.tensor([row], dtype=dtype), ["b"], [params], [[0]])

@@ -39,7 +39,6 @@ def renormalised(out) -> list:
        hint=("p08", 1, "e1"), problems=("p08",))
 def e1_penalty_values(ctx):
     logits = ctx.tensor([3.0, -1.0, 0.5, -0.2])
-    untouched = logits.clone()
     call = "called apply_repetition_penalty(tensor([3.0, -1.0, 0.5, -0.2]), prev_tokens=[1, 3, 3], penalty=1.5)"
     out = ctx.vector("apply_repetition_penalty", logits, [1, 3, 3], 1.5)
     got = [round(v, 4) for v in out.tolist()]
@@ -51,10 +50,6 @@ def e1_penalty_values(ctx):
             why, hint = ctx.t("负 logit 被除了：负数要乘以 penalty 才是惩罚", "a negative logit was divided: negatives must be multiplied"), ("p08", 1, "q2")
         raise Fail(f"{call} -> {got}, expected [3.0, -1.5, 0.5, -0.3]", *[w for w in [why] if w], hint=hint,
                    where="apply_repetition_penalty")
-    if not torch.equal(logits, untouched):
-        raise Fail(f"{call}: logits is now {fmt_vec(logits)}",
-                   ctx.t("期望：调用方的张量不变（先 clone 再改）", "expected the caller's tensor untouched (clone, then edit the copy)"),
-                   hint=("p08", 2, "traps"), where="apply_repetition_penalty")
     row = ctx.tensor([0.5, -1.0, 0.0, 1.0, 2.0])
     out = ctx.vector("apply_repetition_penalty", row, [4, 4, 4], 2.0)
     if abs(out[4].item() - 1.0) > 1e-6:

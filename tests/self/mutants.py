@@ -26,7 +26,7 @@ P08 = [
     Mutant("penalty_in_place", "I2", (("    out = logits.clone()                                                        # [V], never the caller's",
                                        "    out = logits"),), "edits the caller's logits in place", phrase='untouched'),
     Mutant("top_k_in_place", "I2", (('return logits.masked_fill(logits < kth_value, float("-inf"))',
-                                     'return logits.masked_fill_(logits < kth_value, float("-inf"))'),), "masks top-k in place", phrase='input unchanged'),
+                                     'return logits.masked_fill_(logits < kth_value, float("-inf"))'),), "masks top-k in place", phrase='in place'),
     Mutant("drop_crossing_token", "E2.top_p", (("mass_before = torch.cumsum(probs, dim=-1) - probs",
                                                 "mass_before = torch.cumsum(probs, dim=-1)"),
                                                ("remove_sorted = mass_before >= top_p", "remove_sorted = mass_before > top_p")),
