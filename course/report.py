@@ -102,7 +102,7 @@ class Collapser:
             first = self.first[key]
             shown = ", ".join(titles)
             out.append(pick(self.lang, f"{first} 的同一个失败还出现在另外 {len(titles)} 项检查中：{shown}",
-                            f"the failure of {first} repeats in {len(titles)} more checks: {shown}"))
+                            f"the failure of {first} repeats in {len(titles)} more check{'s' if len(titles) > 1 else ''}: {shown}"))
         return out
 
 

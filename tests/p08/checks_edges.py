@@ -113,6 +113,18 @@ def e1_penalty_in_a_real_batch(ctx):
             diagnose.earlier_step_first(ctx, observed, [(row, params[i], prev)], greedy="temperature" in mode)
             why = why_row_is_wrong(ctx, case, mode)
             raise Fail(observed, *[w for w in [why] if w], hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+    for vocab, top in ((50257, 45000), (151936, 151935)):                   # ids past int16 / uint16 range
+        row = torch.full((vocab,), -3.0)
+        row[[top, 3]] = torch.tensor([2.0, 1.9])
+        params = ctx.params(temperature=0.0, repetition_penalty=1.5)
+        got = ctx.sample(ctx.sampler(), row[None].to(ctx.device), ["v"], [params], [[top, 5]])
+        if got != [3]:
+            observed = (f"called {ctx.sampler_name}.sample(V={vocab}, token {top} = 2.0, token 3 = 1.9, {params_text(params)}, "
+                        f"prev_tokens=[[{top}, 5]]) -> {got}, expected [3]")
+            diagnose.earlier_step_first(ctx, observed, [(row.tolist(), params, [top, 5])], greedy=True)
+            raise Fail(observed, ctx.t(f"token {top} 罚后是 1.33 < 1.9：大的 token id 也要罚到它自己（id 别存成 int16 之类的小类型）",
+                                       f"token {top} becomes 1.33 < 1.9: a large token id must hit its own token (no int16 "
+                                       f"or other narrow id type)"), hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
     for dtype, row in LOW_PRECISION_ROWS:
         params = ctx.params(temperature=0.0, repetition_penalty=1.3)
         got = ctx.sample(ctx.sampler(), ctx.tensor([row], dtype=dtype), ["b"], [params], [[0]])

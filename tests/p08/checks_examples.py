@@ -74,6 +74,9 @@ def e1_penalty_values(ctx):
              (logits, torch.tensor([1, 3, 3]), 1.5, "prev_tokens=tensor([1, 3, 3]), penalty=1.5"),
              (row, [0, 2, 3], 0.8, "prev_tokens=[0, 2, 3], penalty=0.8"),
              (wide, long_history, 1.3, "prev_tokens=[0, 5, 6, ..., 15] (3002 ids; 0 only first, 15 only last), penalty=1.3"))
+    big = torch.zeros(50257, device=ctx.device)                    # ids past 32767 and 65535 must hit their own token
+    big[[40000, 50256, 7232]] = torch.tensor([2.0, -1.0, 3.0], device=ctx.device)
+    cases += ((big, [40000, 50256], 2.0, "V=50257, prev_tokens=[40000, 50256], penalty=2"),)
     for base, prev, penalty, label in cases:
         out = ctx.vector("apply_repetition_penalty", base, prev, penalty)
         expected = oracle.penalize(base.tolist(), torch.as_tensor(prev, dtype=torch.long).tolist(), penalty)
