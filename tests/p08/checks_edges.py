@@ -113,6 +113,12 @@ def e1_penalty_in_a_real_batch(ctx):
             diagnose.earlier_step_first(ctx, observed, [(row, params[i], prev)], greedy="temperature" in mode)
             why = why_row_is_wrong(ctx, case, mode)
             raise Fail(observed, *[w for w in [why] if w], hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+    plain = diagnose.penalty_verdict(ctx)                                  # T = 1, no filter: drawn, 300 seeds
+    if plain:
+        raise Fail(*plain[0], ctx.t("greedy 和 top_k=1 的行都罚对了，T = 1、没有 top-k/top-p 的行却没有：有条捷径跳过了 penalty",
+                                    "greedy and top_k=1 rows are penalised right, but a T = 1 row with no top-k/top-p is not: "
+                                    "a shortcut skips the penalty"),
+                   hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
     for vocab, top in ((50257, 45000), (151936, 151935)):                   # ids past int16 / uint16 range
         row = torch.full((vocab,), -3.0)
         row[[top, 3]] = torch.tensor([2.0, 1.9])

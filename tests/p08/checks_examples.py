@@ -142,6 +142,8 @@ def e2_top_k_keep_sets(ctx):
         raise Fail(f"softmax(apply_top_k(log {PROBS}, top_k=2)) -> {fmt_vec(probs)}, expected [0.667, 0.333, 0, 0]",
                    where="apply_top_k")
     shuffled = ctx.tensor([0.1, 2.0, float("-inf"), 1.5, -0.7, 0.9])
+    spread = ctx.tensor([0.0, -200.0, -300.0, -400.0, -500.0])                  # softmax underflows to 0 past token 0
+    expect_filter(ctx, "apply_top_k", spread, "top_k=2", ctx.vector("apply_top_k", spread, 2), {0, 1}, ("p08", 1, "q5"))
     for k, keep in ((2, {1, 3}), (5, {0, 1, 3, 4, 5}), (4, {0, 1, 3, 5})):
         expect_filter(ctx, "apply_top_k", shuffled, f"top_k={k}", ctx.vector("apply_top_k", shuffled, k), keep, ("p08", 1, "q5"))
     for values, k, keep in (([1.0, 3.0, 2.0, 2.0, 0.5], 2, {1, 2, 3}), ([0.5, 1.0, 1.0, 1.0, 1.0, 0.0], 1, {1, 2, 3, 4}),
