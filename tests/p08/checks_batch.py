@@ -1,0 +1,126 @@
+"""Acceptance check I1: batch invariance. A seeded request's tokens are the same alone and inside shuffled,
+changing batches; when they are not, the scenario that fails (and a smaller one that passes) names the cause."""
+from course import drive, oracle
+from course.checks import Fail, check, params_text
+
+BOTH = ("p08", "p08-fast")
+
+
+def sample_fn(ctx):
+    return lambda sampler, logits, ids, params, prev: ctx.sample(sampler, logits, ids, params, prev)
+
+
+def peer_params(ctx):
+    """A random peer: seeded or not, greedy or sampled, with or without filters and penalty."""
+    def make(rng):
+        kind = rng.randrange(4)
+        if kind == 0:
+            return ctx.params()
+        if kind == 1:
+            return ctx.params(temperature=0.0, repetition_penalty=rng.choice([1.0, 1.3]))
+        return ctx.params(seed=rng.randrange(10_000), temperature=rng.choice([0.5, 1.0, 1.6]),
+                          top_k=rng.choice([-1, 1, 3, 20, 100]), top_p=rng.choice([1.0, 0.5, 0.9]),
+                          repetition_penalty=rng.choice([1.0, 1.2]))
+    return make
+
+
+# ---- I1 ----------------------------------------------------------------------------------------------
+@check("I1", "批不变：batch 乱序、同伴进出、换参数，结果与单独运行逐个相同",
+       "batch invariance under shuffled, changing peers", hint=("p08", 1, "q7"), problems=BOTH)
+def i1_batch_invariance_under_shuffled_peers(ctx):
+    vocab, steps = 48, 12
+    P = ctx.params
+    targets = [("t0", P(temperature=0.8, top_k=6, seed=11), 1), ("t1", P(temperature=1.3, top_p=0.8, seed=12), 2),
+               ("t2", P(repetition_penalty=1.4, seed=13), 3), ("t3", P(temperature=0.0, seed=14), 4),
+               ("t4", P(seed=123), 5), ("t5", P(seed=123, top_k=10, top_p=0.9), 6)]
+    scenarios = [  # smallest first, so the report shows the smallest failing input
+        ("one unseeded peer", targets[:1], drive.Traffic(lambda rng: P(), max_peers=1, join=1.0, leave=0.0), 4),
+        ("one seeded peer", targets[:1], drive.Traffic(lambda rng: P(seed=11), max_peers=1, join=1.0, leave=0.0), 4),
+        ("two requests with the same seed", [targets[4], ("t4b", P(seed=123), 5)], drive.Traffic(lambda rng: P(), 0), 4),
+        ("seed=0 beside unseeded peers", [("z0", P(seed=0, top_k=20), 7)],
+         drive.Traffic(lambda rng: P(), max_peers=2, join=1.0, leave=0.0), 4),
+        ("a peer row whose logits are near 120", targets[:2] + targets[4:5],
+         drive.Traffic(lambda rng: P(seed=77, top_p=0.9), max_peers=1, join=1.0, leave=0.0, shift=120.0), 4),
+        ("peers that join, leave and change", targets, drive.Traffic(peer_params(ctx)), steps),
+        ("joining a sampler that has served others for 5 steps", targets[:3], drive.Traffic(peer_params(ctx)), 6),
+        ("targets that sit some steps out (not scheduled) and come back", targets[:4],
+         drive.Traffic(peer_params(ctx), sit_out=0.4), 8),
+    ]
+    for name, group, traffic, n in scenarios:
+        mismatch = first_mismatch(ctx, group, traffic, n, vocab, warmup=5 if name.startswith("joining") else 0)
+        if mismatch is None:
+            continue
+        lines, hint = mismatch, ("p08", 1, "q7")
+        if name.startswith("seed=0") and first_mismatch(ctx, [("z1", P(seed=1, top_k=20), 7)], traffic, n, vocab) is None:
+            why = ctx.t("同样的场景 seed=1 没问题，seed=0 就不行：0 也是一个 seed（`if not seed` / `if params.seed:` 把 0 当成了没有 seed，要写 `is None`）",
+                        "the same scenario with seed=1 passes, with seed=0 it fails: 0 is a seed too (`if not seed` / "
+                        "`if params.seed:` treat 0 as no seed; test `seed is None`)")
+            hint = ("p08", 1, "q6")
+        elif traffic.shift and first_mismatch(ctx, group, drive.Traffic(traffic.make_params, max_peers=1, join=1.0, leave=0.0),
+                                              n, vocab) is None:
+            why = ctx.t("同伴的 logits 在 0 附近时没问题，在 120 附近时就变了：有个 max 或 sum 是跨整个 batch 算的，要按行（dim=-1）",
+                        "with the peer's logits near 0 it passes, near 120 it fails: a max or a sum is taken over the whole "
+                        "batch; take it per row (dim=-1)")
+            hint = ("p08", 2, "traps")
+        elif leak := filter_leak(ctx, mismatch, vocab):
+            why = ctx.t(f"{leak}：某一行的过滤/penalty 受到了同批其他行的影响（整批共用的 k、p、max，或历史混在一起），不是随机数的问题",
+                        f"{leak}: one row's filtering or penalty depends on the other rows (a batch-wide k, p or max, or mixed "
+                        f"histories), not a matter of random numbers")
+            hint = ("p08", 2, "traps")
+        else:
+            why = ctx.t("带 seed 的请求只能消费它自己的 generator：不能整批共用一个、不能按 seed 共用、不能对 [B, V] 调一次 multinomial",
+                        "a seeded request may only draw from its own generator: not one for the batch, not one per seed, "
+                        "not one multinomial over [B, V]")
+            unseeded_peer = name == "one unseeded peer"
+            if unseeded_peer:
+                why += ctx.t("（这里唯一的同伴没有 seed：没 seed 的请求用共享 generator，不能动到带 seed 的）",
+                             " (the only peer here is unseeded: unseeded requests use the shared generator, never a seeded one's)")
+        raise Fail(f"scenario '{name}': {lines[0]}", lines[1], why, hint=hint, where=f"{ctx.sampler_name}.sample")
+
+
+def first_mismatch(ctx, group, traffic, steps, vocab, warmup=0):
+    """None when every target draws the same tokens mixed as alone; else two lines saying where they differ.
+    An exception inside the mixed run (e.g. NaN from a batch-wide max) counts as a mismatch."""
+    log = []
+    try:
+        together = drive.mixed(ctx.sampler, sample_fn(ctx), group, steps, vocab, ctx.device, traffic, seed=8, log=log,
+                               warmup=warmup)
+    except Fail:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a mismatch if the targets run alone without it, else the crash itself
+        if isinstance(exc, NotImplementedError):
+            raise
+        for req_id, params, row_seed in group:
+            drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, steps, vocab, ctx.device)
+        return [f"in mixed batches {ctx.sampler_name}.sample raised {type(exc).__name__}: {str(exc)[:100]}",
+                f"(batch of the failing step: {log[-1][1] if log else '?'})"]
+    for req_id, params, row_seed in group:
+        alone = drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, steps, vocab, ctx.device)
+        if together[req_id] != alone:
+            step = next(i for i, (a, b) in enumerate(zip(alone, together[req_id])) if a != b)
+            return Mismatch([f"request {req_id!r} ({params_text(params)}) alone -> {alone}",
+                             f"in shuffled batches -> {together[req_id]}; first difference at its draw {step}, "
+                             f"batch {[ids for _, ids in log if req_id in ids][step]}"],
+                            params, row_seed, alone[:step], together[req_id][step])
+    return None
+
+
+class Mismatch(list):
+    """The two lines of a mismatch, plus what it takes to re-derive the row: params, row_seed, history, token."""
+
+    def __init__(self, lines, params, row_seed, history, mixed_token):
+        super().__init__(lines)
+        self.params, self.row_seed, self.history, self.mixed_token = params, row_seed, history, mixed_token
+
+
+def filter_leak(ctx, mismatch, vocab):
+    """A sentence when the mixed run's token is one the row's own rule rules out (probability 0, or not the
+    argmax of a greedy row): then the peers changed the filtering, not the randomness. Else None."""
+    if not isinstance(mismatch, Mismatch):
+        return None
+    row = drive.row_for(mismatch.row_seed, len(mismatch.history), vocab).tolist()
+    probs = oracle.probs_for(row, mismatch.params, mismatch.history)
+    if probs[mismatch.mixed_token] == 0 and mismatch.mixed_token not in oracle.ambiguous_tokens(row, mismatch.params, mismatch.history):
+        return ctx.t(f"在 batch 里这一行得到 token {mismatch.mixed_token}，而按它自己的参数这个 token 的概率是 0",
+                     f"in the batch this row produced token {mismatch.mixed_token}, which its own params give probability 0")
+    return None

@@ -1,0 +1,136 @@
+"""Acceptance checks I5-I6 of the seed page: one random stream per seed, and draws that follow the filtered
+distribution (6 standard deviations, fixed seeds)."""
+import torch
+
+from course import oracle
+from course.checks import Fail, check, fmt_vec, params_text
+from course.loader import load_module
+from tests.p08 import diagnose
+from tests.p08.checks_examples import E3_ROW, LOG_PROBS, expect_distribution
+
+BOTH = ("p08", "p08-fast")
+
+
+# ---- I5 ----------------------------------------------------------------------------------------------
+@check("I5", "随机流连续；free 之后重置", "stream continuity, and reset after free", hint=("p08", 1, "q6"), problems=BOTH)
+def i5_stream_continuity_and_reset(ctx):
+    flat = ctx.tensor([[0.0] * 64])
+    method = f"{ctx.sampler_name}.sample"
+
+    def draws(sampler, req_id, seed, n):
+        return [ctx.sample(sampler, flat, [req_id], [ctx.params(seed=seed)], [[]])[0] for _ in range(n)]
+
+    sampler = ctx.sampler()
+    first = draws(sampler, "q", 21, 8)
+    if len(set(first)) == 1:
+        raise Fail(f"8 draws of request 'q' (seed=21) over 64 equal logits -> {first}",
+                   ctx.t("每一步都抽到同一个 token：generator 是不是每步重新 manual_seed 了？要跨 step 复用",
+                         "every step drew the same token: is the generator re-seeded every step? keep it across steps"),
+                   where=method)
+    again = draws(ctx.sampler(), "q", 21, 8)
+    if again != first:
+        observed = f"a second fresh {ctx.sampler_name}, request 'q' (seed=21), 8 draws -> {again}, expected {first}"
+        fresh = getattr(load_module(ctx.impl_path), ctx.sampler_name)()           # a fresh copy of the learner's module
+        if draws(fresh, "q", 21, 16) == first + again:
+            raise Fail(observed, ctx.t("第二个 sampler 接着第一个的随机流往下抽：generator 存在类属性或模块全局变量里，被所有 sampler 共用；放进 __init__ 的 self 里",
+                                       "the second sampler went on with the first one's stream: the generators live in a "
+                                       "class attribute or a module-level variable, shared by all samplers; keep them on "
+                                       "self, made in __init__"), where=method)
+        raise Fail(observed, ctx.t("同一个 seed 在新的 sampler 里要重放同样的随机流", "the same seed in a fresh sampler must replay the same stream"),
+                   where=method)
+    sampler.free("q")
+    sampler.free("never-seen")                                          # unknown id: a no-op
+    replay = draws(sampler, "q", 21, 8)
+    if replay != first:
+        raise Fail(f"8 draws, free('q'), 8 draws again with seed=21 -> {replay}, expected the first 8 again {first}",
+                   ctx.t("free 之后要删除 generator，同名请求重新开始", "free must drop the generator so the id starts afresh"),
+                   where=f"{ctx.sampler_name}.free")
+    other_id = draws(ctx.sampler(), "another-id", 21, 8)
+    if other_id != first:
+        raise Fail(f"request 'another-id' with seed=21 -> {other_id}, expected the same stream as 'q' with seed=21 {first}",
+                   ctx.t("随机流只由 seed 决定，与 req_id 无关", "the stream is decided by the seed alone, not by the req_id"),
+                   where=method)
+    sampler.free("q")
+    other_seed = draws(sampler, "q", 22, 8)
+    expected = draws(ctx.sampler(), "q", 22, 8)
+    if other_seed == first:
+        raise Fail(f"'q' with seed=22 -> {other_seed}, the very stream of seed=21",
+                   ctx.t("不同的 seed 要给出不同的随机流：generator 用 manual_seed(seed) 初始化", "different seeds must give different "
+                         "streams: initialise the generator with manual_seed(seed)"), where=method)
+    if other_seed != expected:
+        raise Fail(f"free('q'), then 'q' reused with seed=22 -> {other_seed}, expected a fresh seed-22 stream {expected}",
+                   where=f"{ctx.sampler_name}.free")
+    zero = []
+    for global_seed in (1, 2):                                    # seed=0 must not depend on torch's global seed
+        torch.manual_seed(global_seed)
+        zero.append(draws(ctx.sampler(), "z", 0, 8))
+    if zero[0] != zero[1]:
+        raise Fail(f"request 'z' with seed=0 in a fresh {ctx.sampler_name}, after torch.manual_seed(1) -> {zero[0]}, "
+                   f"after torch.manual_seed(2) -> {zero[1]}",
+                   ctx.t("0 也是一个 seed：`if not seed` / `if params.seed:` 把它当成了没有 seed，要写 `seed is None`",
+                         "0 is a seed too: `if not seed` / `if params.seed:` treat it as no seed; test `seed is None`"),
+                   where=method)
+    pair = ctx.sampler()
+    unseeded = [ctx.sample(pair, ctx.tensor([[0.0] * 64] * 2), ["u1", "u2"], [ctx.params(), ctx.params()], [[], []])
+                for _ in range(10)]
+    if all(a == b for a, b in unseeded):
+        raise Fail(f"two unseeded requests with the same 64 equal logits, 10 steps in one batch -> the same tokens "
+                   f"{[a for a, _ in unseeded]} for both",
+                   ctx.t("没有 seed 的请求共用 sampler 的一个 generator，一个接一个地消费它；不能各自用同一个常数 seed 新建",
+                         "unseeded requests share the sampler's one generator, consuming it in turn; they must not each get "
+                         "a generator made with the same constant seed"), where=method)
+    one, two = ctx.sampler(), ctx.sampler()
+    interleaved = [(draws(one, "q", 21, 1)[0], draws(two, "q", 21, 1)[0]) for _ in range(8)]
+    if [a for a, _ in interleaved] != first or [b for _, b in interleaved] != first:
+        raise Fail(f"two {ctx.sampler_name} objects used in turns, each with 'q' (seed=21) -> {interleaved}",
+                   ctx.t("两个 sampler 实例不能共享 generator（别把字典放在类属性或模块全局里）",
+                         "two sampler objects must not share generators (no class-level or module-level dict)"),
+                   where=method)
+
+
+# ---- I6 ----------------------------------------------------------------------------------------------
+@check("I6", "经验分布 ≈ 过滤后的分布（一个请求抽几千步）", "empirical distribution matches the filtered one",
+       hint=("p08", 2, "s6"), problems=BOTH)
+def i6_empirical_distribution(ctx):
+    rows = [LOG_PROBS + [-3.0, -3.5], LOG_PROBS + [-3.0, -3.5], E3_ROW, E3_ROW, TIES_ROW, EQUAL_ROW]
+    settings = [(dict(top_k=2, seed=61), []),
+                (dict(temperature=2.0, top_k=3, top_p=0.45, seed=62), []),
+                (dict(temperature=0.8, top_k=4, top_p=0.7, repetition_penalty=1.3, seed=63), [0, 5]),
+                (dict(temperature=1.3, top_p=0.9), []),
+                (dict(top_k=2, seed=64), []),                        # tokens 1 and 2 tie with the 2nd largest: 3 kept
+                (dict(top_p=0.5, seed=0), [])]                       # 4 equal tokens, 0.25 each: exactly 2 kept
+    params = [ctx.params(**kw) for kw, _ in settings]
+    prev = [list(p) for _, p in settings]
+    expected = [oracle.probs_for(row, p, pv) for row, p, pv in zip(rows, params, prev)]
+    steps, sampler, ids = 2500, ctx.sampler(), ["k2", "mix", "pen", "free", "ties", "equal"]
+    logits = ctx.tensor(rows)
+    counts = [[0] * 6 for _ in rows]
+    for _ in range(steps):
+        for r, t in enumerate(ctx.sample(sampler, logits, ids, params, prev)):
+            counts[r][t] += 1
+    for r, (kw, pv) in enumerate(settings):
+        label = f"request {ids[r]!r} ({params_text(params[r])}, prev_tokens={pv}) over {steps} steps"
+        if max(counts[r]) == steps and max(expected[r]) < 1 and kw.get("seed") is None:
+            observed = f"{label}: drew token {counts[r].index(steps)} every time, expected {fmt_vec(expected[r])}"
+            diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)], stream=True)
+            shared = ctx.sampler()                                   # seeded streams move: is the unseeded one stuck?
+            flat = [ctx.sample(shared, ctx.tensor([[0.0] * 64]), ["u"], [ctx.params()], [[]])[0] for _ in range(8)]
+            if len(set(flat)) == 1:
+                raise Fail(observed, f"8 draws of an unseeded request over 64 equal logits -> {flat}",
+                           ctx.t("没有 seed 的请求每一步都抽到同一个 token：共享的 generator 每步都重建了，要在 sampler 里保留一个",
+                                 "an unseeded request draws the same token every step: the shared generator is rebuilt every "
+                                 "step; keep one in the sampler"), hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
+        if ids[r] == "equal":                                          # which 2 of the 4 is a tie rule: any 2 will do
+            drawn = sorted(i for i, c in enumerate(counts[r]) if c)
+            if len(drawn) != 2:
+                observed = f"{label} over [{fmt_vec(rows[r])[1:-1]}]: drew tokens {drawn}, expected exactly 2 of the 4 equal ones"
+                diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)], stream=True)
+                raise Fail(observed, ctx.t("第 3 个 token 之前的质量恰好是 0.5 = top_p：它要被删掉（mass_before >= top_p，不是 >）",
+                                           "the mass before the 3rd token is exactly 0.5 = top_p: it is removed (mass before >= "
+                                           "top_p, not >)"), hint=("p08", 1, "q4"), where=f"{ctx.sampler_name}.sample")
+            expected[r] = [0.5 if i in drawn else 0.0 for i in range(6)]
+        expect_distribution(ctx, label, counts[r], expected[r], steps, ("p08", 2, "s6"), case=(rows[r], params[r], pv))
+
+
+TIES_ROW = [2.0, 1.0, 1.0, 0.0, -1.0, -1.0]
+EQUAL_ROW = [0.7, 0.7, 0.7, 0.7, float("-inf"), float("-inf")]
