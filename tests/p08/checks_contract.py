@@ -44,7 +44,8 @@ def s0_low_precision_logits_in_fp32(ctx):
                 for _ in range(60):
                     seen32 |= set(ctx.sample(fp32_sampler, as_fp32, ["r"], [params], [[]]))
                 if seen32 != allowed:                  # wrong in fp32 too: not a precision problem
-                    diagnose.earlier_step_first(ctx, observed, [(as_fp32[0].tolist(), params, [])], stream=True)
+                    diagnose.earlier_step_first(ctx, observed, [(as_fp32[0].tolist(), params, [])], stream=True,
+                                                filters=True)
                     raise Fail(observed, ctx.t(f"同一行直接给 fp32 也得到 {sorted(seen32)}：问题不在精度",
                                                f"the same row given in fp32 also gives {sorted(seen32)}: not a precision problem"),
                                hint=("p08", 2, "s5"), where=f"{ctx.sampler_name}.sample")
@@ -117,7 +118,8 @@ def s_order_of_steps(ctx):
             observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
                         f"prev_tokens={prev}) {draws} times -> tokens {sorted(seen)}, expected {sorted(allowed)}")
             diagnose.earlier_step_first(ctx, observed, [(row, params, prev)], stream=True,
-                                        temperature=params.temperature != 1.0, penalty=params.repetition_penalty != 1.0)
+                                        temperature=params.temperature != 1.0, penalty=params.repetition_penalty != 1.0,
+                                        filters=True)
             orders = [(kept_set_in_order(row, params, prev, steps), label) for steps, label in WRONG_ORDERS]
             matches = [ctx.t(*label) for s, label in orders if s == seen]
             if matches:

@@ -243,7 +243,7 @@ def expect_distribution(ctx, label, counts, expected, draws, hint, case=None):
                    f"token {token}: observed {observed:.3f}, expected {p:.3f} (allowed ±{allowed:.3f}, 6 standard deviations)")
     if case is not None:
         row, params, prev = case
-        diagnose.earlier_step_first(ctx, head, [case], stream=True)
+        diagnose.earlier_step_first(ctx, head, [case], stream=True, filters=params.top_k > 0 or params.top_p < 1)
         mistake = diagnose.matching_mistake(ctx, counts, draws, row, params, prev)
         if mistake:
             raise Fail(head, detail, ctx.t(f"抽样结果正好符合这种错误：{mistake}", f"the draws fit exactly this mistake: {mistake}"),

@@ -56,7 +56,7 @@ def i6_large_vocabularies(ctx):
         kept = sum(p > 0 for p in probs)
         if outside:
             diagnose.earlier_step_first(ctx, f"{call} drew token {outside[0]} (rank {rank[outside[0]]})",
-                                        [(values, params, [])] if len(values) <= 60_000 else [], stream=True)
+                                        [(values, params, [])] if len(values) <= 60_000 else [], stream=True, filters=True)
             raise Fail(f"{call} drew token {outside[0]} (rank {rank[outside[0]]}), which the filters remove: "
                        f"only the top {kept} ranks are kept", ctx.t("被 top-k/top-p 删掉的 token 不能被抽到",
                                                                     "a token removed by top-k/top-p must never be drawn"),
@@ -65,7 +65,7 @@ def i6_large_vocabularies(ctx):
         below = sum(probs[order[r]] for r in range(deepest + 1))       # mass of ranks 0..deepest
         if below < 1 and draws * -math.log(below) > 20.7:            # P(no draw deeper) = below ** draws < 1e-9
             observed = f"{call}: the deepest rank drawn is {deepest}, but ranks {deepest + 1}-{kept - 1} hold {1 - below:.0%} of the mass"
-            diagnose.earlier_step_first(ctx, observed, [(values, params, [])], stream=True)
+            diagnose.earlier_step_first(ctx, observed, [(values, params, [])], stream=True, filters=True)
             raise Fail(observed, ctx.t(f"{draws} 次都没抽到更深的 token（正确的采样器出现这种情况的概率 < 1e-9）：nucleus 被截断了（固定大小的窗口？）",
                                        f"not one of {draws} draws went deeper (a correct sampler does that with probability "
                                        f"< 1e-9): the nucleus is cut short (a fixed-size window?)"),
@@ -80,5 +80,5 @@ def i6_large_vocabularies(ctx):
         a, b = buckets[cell]
         observed = (f"{call}: ranks {a}-{b - 1} drawn {seen:.3f} of the time, expected {want:.3f} (allowed ±{allowed:.3f}); "
                     f"{kept} tokens are kept")
-        diagnose.earlier_step_first(ctx, observed, [(values, params, [])], stream=True)
+        diagnose.earlier_step_first(ctx, observed, [(values, params, [])], stream=True, filters=True)
         raise Fail(observed, where=f"{ctx.sampler_name}.sample")

@@ -124,7 +124,7 @@ def i6_empirical_distribution(ctx):
             drawn = sorted(i for i, c in enumerate(counts[r]) if c)
             if len(drawn) != 2:
                 observed = f"{label} over [{fmt_vec(rows[r])[1:-1]}]: drew tokens {drawn}, expected exactly 2 of the 4 equal ones"
-                diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)], stream=True)
+                diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)], stream=True, filters=True)
                 raise Fail(observed, ctx.t("第 3 个 token 之前的质量恰好是 0.5 = top_p：它要被删掉（mass_before >= top_p，不是 >）",
                                            "the mass before the 3rd token is exactly 0.5 = top_p: it is removed (mass before >= "
                                            "top_p, not >)"), hint=("p08", 1, "q4"), where=f"{ctx.sampler_name}.sample")

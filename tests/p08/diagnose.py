@@ -130,7 +130,32 @@ def penalty_verdict(ctx):
     return None
 
 
-def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False, temperature=False, penalty=False):
+FILTER_PROBES = [  # (row, params, the kept set a correct sample() draws from, what it shows)
+    ([math.log(p) for p in (0.5, 0.25, 0.15, 0.1)], dict(top_p=0.7), {0, 1}, "top-p keeps the token that crosses top_p"),
+    ([2.0, 1.0, 1.0, 0.0], dict(top_k=2), {0, 1, 2}, "top-k keeps every token tied with the k-th"),
+    ([0.7, 0.7, 0.7, 0.7], dict(top_p=0.5), 2, "top-p removes a token whose mass before is exactly top_p"),
+]
+
+
+def filter_verdict(ctx):
+    """None when sample() itself filters the worked rows right (60 seeded draws each); else (lines, hint, check)."""
+    for row, kwargs, want, rule in FILTER_PROBES:
+        params = [ctx.params(seed=700 + i, **kwargs) for i in range(60)]
+        seen = set(ctx.sample(ctx.sampler(), ctx.tensor([row] * 60), [f"f{i}" for i in range(60)], params, [[]] * 60))
+        if (seen != want) if isinstance(want, set) else (len(seen) != want):
+            shown = fmt_set(want) if isinstance(want, set) else f"{want} of the 4 equal tokens"
+            lines = [f"60 draws of sample([{fmt_vec(row)[1:-1]}], {', '.join(f'{k}={v}' for k, v in kwargs.items())}) -> "
+                     f"tokens {fmt_set(seen)}, expected {shown} ({rule})"]
+            if ctx.has_functions:                          # the learner's own apply_top_* passed: sample() filters on its own
+                lines.append(ctx.t("你的 apply_top_k/apply_top_p 单独是对的，但 sample() 过滤得不一样：sample() 是不是自己另写了一遍过滤？",
+                                   "your apply_top_k / apply_top_p are right on their own, but sample() filters differently: "
+                                   "does sample() do its own filtering?"))
+            return lines, ("p08", 1, "q4" if "top_p" in kwargs else "q5"), None if ctx.has_functions else "F1"
+    return None
+
+
+def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False, temperature=False, penalty=False,
+                       filters=False):
     """Fail with 'fix <check> first' if an earlier, simpler step explains the failure just observed.
 
     cases: (row, params, prev) whose pieces to re-run; greedy / stream / temperature: also re-check those."""
@@ -143,13 +168,14 @@ def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False,
         verdicts.append(temperature_verdict(ctx))
     if penalty:
         verdicts.append(penalty_verdict(ctx))
+    if filters:
+        verdicts.append(filter_verdict(ctx))
     for verdict in verdicts:
         if verdict:
             lines, hint, check_id = verdict
             culprit = lines[0].split("(")[0].replace("called ", "") if lines[0].startswith("called apply_") else None
-            raise Fail(observed, *lines,
-                       ctx.t(f"原因在更早的一步：先修好 {check_id}", f"the cause is an earlier step: fix {check_id} first"),
-                       hint=hint, where=culprit or f"{ctx.sampler_name}.sample")
+            first = [ctx.t(f"原因在更早的一步：先修好 {check_id}", f"the cause is an earlier step: fix {check_id} first")] if check_id else []
+            raise Fail(observed, *lines, *first, hint=hint, where=culprit or f"{ctx.sampler_name}.sample")
 
 
 # ---- which known mistake do the draws match? -------------------------------------------------------
@@ -164,6 +190,16 @@ def _variants(row, params, prev):
            ("没有用 prev_tokens 做惩罚", "the repetition penalty is not applied", f(row, t, k, p, 1.0, ())),
            ("top-k 没有生效", "top-k is not applied", f(row, t, -1, p, r, prev)),
            ("top-p 没有生效", "top-p is not applied", f(row, t, k, 1.0, r, prev))]
+    strict = [v / t for v in pen]                              # top-p that drops the crossing token (cumsum > p)
+    strict = oracle.top_k_filter(strict, k)
+    if 0 < p < 1:
+        probs, mass, order = oracle.softmax(strict), 0.0, oracle.descending_order(strict)
+        for rank, i in enumerate(order):
+            mass += probs[i]
+            if rank > 0 and mass > p:
+                strict[i] = float("-inf")
+    out.append(("top-p 把越过阈值的 token 也删了（cumsum > top_p）", "top-p removes the token that crosses top_p (cumsum > top_p)",
+                oracle.softmax(strict)))
     tempered = [v / t for v in pen]
     p_then_k = oracle.top_k_filter(oracle.top_p_filter(tempered, p), k)
     out.append(("top-p 在 top-k 之前", "top-p runs before top-k", oracle.softmax(p_then_k)))
