@@ -8,6 +8,7 @@ import torch
 from course import oracle
 from course.checks import Fail, check, params_text
 from tests.p08 import diagnose
+from tests.p08.checks_contract import WRONG_ORDERS, kept_set_in_order
 from tests.p08.checks_edges import draws_of
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
 
@@ -57,10 +58,13 @@ def i6_large_vocabularies(ctx):
         if outside:
             diagnose.earlier_step_first(ctx, f"{call} drew token {outside[0]} (rank {rank[outside[0]]})",
                                         [(values, params, [])] if len(values) <= 60_000 else [], stream=True, filters=True)
+            fits = [ctx.t(*label) for steps, label in WRONG_ORDERS
+                    if set(tokens) <= kept_set_in_order(values, params, [], steps)]
+            why = ctx.t("被 top-k/top-p 删掉的 token 不能被抽到", "a token removed by top-k/top-p must never be drawn") + (
+                ctx.t(f"；这些抽样落在这种顺序的保留集合里：{' / '.join(fits)}（见 S1-5）",
+                      f"; the draws fall inside the kept set of: {' / '.join(fits)} (see S1-5)") if fits else "")
             raise Fail(f"{call} drew token {outside[0]} (rank {rank[outside[0]]}), which the filters remove: "
-                       f"only the top {kept} ranks are kept", ctx.t("被 top-k/top-p 删掉的 token 不能被抽到",
-                                                                    "a token removed by top-k/top-p must never be drawn"),
-                       where=f"{ctx.sampler_name}.sample")
+                       f"only the top {kept} ranks are kept", why, where=f"{ctx.sampler_name}.sample")
         deepest = max(rank[t] for t in tokens)
         below = sum(probs[order[r]] for r in range(deepest + 1))       # mass of ranks 0..deepest
         if below < 1 and draws * -math.log(below) > 20.7:            # P(no draw deeper) = below ** draws < 1e-9
