@@ -177,6 +177,9 @@ def e2_top_p_keep_sets(ctx):
                       keep, ("p08", 2, "s5"))
     with_inf = ctx.tensor([float("-inf"), LOG_PROBS[1], float("-inf"), LOG_PROBS[0], LOG_PROBS[2]])
     expect_filter(ctx, "apply_top_p", with_inf, "top_p=0.6", ctx.vector("apply_top_p", with_inf, 0.6), {1, 3}, ("p08", 1, "q4"))
+    dominant = ctx.tensor([0.0, -30.0, -30.0, -30.0])             # fp32 cumsum hits 1.0 after token 0
+    expect_filter(ctx, "apply_top_p", dominant, "top_p=1.0", ctx.vector("apply_top_p", dominant, 1.0), {0, 1, 2, 3},
+                  ("p08", 1, "q4"))
     # exact boundaries: 4 equal logits have probs 0.25 each, exact in fp32, so 'mass before' hits top_p exactly
     equal = ctx.tensor([1.5] * 4 + [float("-inf")] * 2)
     for top_p, count in ((0.25, 1), (0.5, 2), (0.75, 3)):

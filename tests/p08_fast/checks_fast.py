@@ -73,6 +73,10 @@ def tie_batch(ctx, vocab=50257):
     row[vocab - 8:] = torch.linspace(6.0, 3.0, 8)                                                # top 8 in the last chunk
     add(row, top_k=5)
     add(row.clone(), top_p=top_p_keeping(row, 6))
+    row = torch.full((vocab,), -30.0)                                                           # fp32 mass hits 1.0 at once
+    row[spots(3)] = torch.tensor([0.0, 5.0, 5.0])                                                # tied maxima
+    add(row, temperature=0.0)                                                                    # greedy: the first maximum
+    add(row.clone())                                                                             # top_p = 1 is off: no zeros
     row, at = tail(), spots(41)
     row[at[:40]], row[at[40]] = torch.linspace(1.0, 0.6, 40), 6.0                                # token at[40]: 6.0 / 10 = 0.6
     add(row, history=[int(at[40])], top_k=40, repetition_penalty=10.0)                           # out of the top 40
