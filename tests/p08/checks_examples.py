@@ -16,12 +16,13 @@ def kept_ids(out) -> set:
     return {i for i, v in enumerate(out.tolist()) if v != float("-inf")}
 
 
-def expect_filter(ctx, name, logits, arg, out, expected_keep, hint):
+def expect_filter(ctx, name, logits, arg, out, expected_keep, hint, why=None):
     """out must keep exactly `expected_keep` (unchanged values) and hold -inf everywhere else."""
     call = f"called {name}({fmt_vec(logits)}, {arg})"
     got = kept_ids(out)
     if got != set(expected_keep):
-        raise Fail(f"{call} -> kept {fmt_set(got)}, expected {fmt_set(expected_keep)}", hint=hint, where=name)
+        raise Fail(f"{call} -> kept {fmt_set(got)}, expected {fmt_set(expected_keep)}", *[w for w in [why] if w], hint=hint,
+                   where=name)
     removed_ok = all(out[i].item() == float("-inf") for i in range(len(out)) if i not in got)
     values_ok = torch.allclose(out[list(got)].double().cpu(), logits[list(got)].double().cpu(), rtol=1e-6, atol=1e-6)
     if not (removed_ok and values_ok):
@@ -162,9 +163,12 @@ def e2_top_k_keep_sets(ctx):
 def e2_top_p_keep_sets(ctx):
     logits = ctx.tensor(LOG_PROBS)
     for top_p, keep in ((0.4, {0}), (0.7, {0, 1}), (0.8, {0, 1, 2}), (1e-9, {0}), (0.95, {0, 1, 2, 3}),
-                        (1.0, {0, 1, 2, 3})):
+                        (1.0, {0, 1, 2, 3}), (0.7500005, {0, 1, 2})):             # 0.75 before token 2: just below
         out = ctx.vector("apply_top_p", logits, top_p)
-        expect_filter(ctx, "apply_top_p", logits, f"top_p={top_p}", out, keep, ("p08", 1, "q4"))
+        why = ctx.t("token 2 之前的质量是 0.75，比 top_p = 0.7500005 小：它要留下（比较里不要加 epsilon）",
+                    "the mass before token 2 is 0.75, just below top_p = 0.7500005: it stays (no epsilon in the "
+                    "comparison)") if top_p == 0.7500005 else None
+        expect_filter(ctx, "apply_top_p", logits, f"top_p={top_p}", out, keep, ("p08", 1, "q4"), why)
     probs = renormalised(ctx.vector("apply_top_p", logits, 0.7))
     if max(abs(a - b) for a, b in zip(probs, [2 / 3, 1 / 3, 0, 0])) > 1e-4:
         raise Fail(f"softmax(apply_top_p(log {PROBS}, top_p=0.7)) -> {fmt_vec(probs)}, expected [0.667, 0.333, 0, 0]",
@@ -179,7 +183,9 @@ def e2_top_p_keep_sets(ctx):
     expect_filter(ctx, "apply_top_p", with_inf, "top_p=0.6", ctx.vector("apply_top_p", with_inf, 0.6), {1, 3}, ("p08", 1, "q4"))
     dominant = ctx.tensor([0.0, -30.0, -30.0, -30.0])             # fp32 cumsum hits 1.0 after token 0
     expect_filter(ctx, "apply_top_p", dominant, "top_p=1.0", ctx.vector("apply_top_p", dominant, 1.0), {0, 1, 2, 3},
-                  ("p08", 1, "q4"))
+                  ("p08", 1, "q4"), ctx.t("top_p = 1 表示关闭：原样返回（fp32 的累计质量在 token 0 之后就到 1.0 了，不能拿它来删）",
+                                          "top_p = 1 means off: return the row unchanged (here the fp32 mass reaches 1.0 right "
+                                          "after token 0, so running the filter would remove the rest)"))
     # exact boundaries: 4 equal logits have probs 0.25 each, exact in fp32, so 'mass before' hits top_p exactly
     equal = ctx.tensor([1.5] * 4 + [float("-inf")] * 2)
     for top_p, count in ((0.25, 1), (0.5, 2), (0.75, 3)):
