@@ -21,11 +21,12 @@ import torch
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs
 
 __all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "window_topk", "canonical_window", "prefix_sum",
-           "row_total", "filter_window", "inverse_cdf", "weights_and_buckets", "bucket_cumsum", "select_crossing",
-           "bucket_picture"]
+           "row_total", "filter_window", "inverse_cdf", "weights_and_buckets", "bucket_cumsum", "bucket_of",
+           "bucket_members", "crossing", "select_crossing"]
 
 CHUNK = 64           # window_topk reads the row as chunks of this many logits
 WINDOW_K = 256       # rows with 0 < top_k <= WINDOW_K use the window; a larger top_k uses the selection
+SORT_MAX = 4096      # the selection sorts its rows when rows * V is at most this (the same integers: the same answer)
 BUCKET_SHIFT = 16    # a bucket: the float bits of a weight without the low 16 (exponent and 7 mantissa bits)
 N_BUCKETS = (0x3F800000 >> BUCKET_SHIFT) + 1    # weights lie in [0, 1]; 0x3F800000 is the bits of 1.0
 INF = float("inf")
@@ -104,6 +105,19 @@ def row_total(e):
     return e
 
 
+def _exp_(t):
+    """t.exp_() for a new contiguous t; on the CPU 2k-32k elements go in pieces of 2048 (same bits: elementwise).
+
+    There torch.exp splits such sizes across threads with a small grain, and on a busy 2-core machine the
+    wait for the second thread costs a whole time slice (about 8 ms, measured); pieces of 2048 stay on one.
+    """
+    if t.device.type == "cpu" and 2048 < t.numel() < 32768:
+        for piece in t.view(-1).split(2048):
+            piece.exp_()
+        return t
+    return t.exp_()
+
+
 def _first_true(mask):
     """[n, W] bool -> [n, 1] long: the column of the first True (W where there is none); integer ops only."""
     if mask.shape[-1] == 0:
@@ -121,7 +135,7 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     (kept unnormalised probs, exactly 0 elsewhere), cs [n, W] (prefix sums of the window's exp), total
     [n, 1] (the kept mass) and certain [n] (the window holds the whole kept set; if not: widen, or select).
     """
-    e = torch.exp(z - z[:, :1])                                                  # [n, W]; z[:, 0] is the max
+    e = _exp_(z - z[:, :1])                                                      # [n, W]; z[:, 0] is the max
     cs = prefix_sum(e)                                                           # [n, W] entry j: W-independent
     kth = torch.where(top_k > 0, z.gather(1, (top_k - 1).clamp(min=0)), -INF)   # [n, 1] the k-th largest
     n_top_k = (z >= kth).sum(-1, keepdim=True)                                   # [n, 1] top-k keeps a prefix
@@ -137,14 +151,14 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     return e, cs, total, certain[:, 0]
 
 
-# step 4, the other way: selection over the whole row, no sort ---------------------------------------
+# step 4, the other way: a selection over the whole row, no sort --------------------------------------
 def weights_and_buckets(z):
-    """z [n, V] (overwritten) -> e = exp(z - max) [n, V], bucket [n, V] int64 (grows with e), units [n, V] int64.
+    """z [n, V] -> e = exp(z - max) [n, V], bucket [n, V] int64 (grows with e), units [n, V] int64.
 
     bucket = e's float bits >> 16: a log-scale histogram bin (exponent and 7 mantissa bits); units = floor(e *
     2**(62 - V.bit_length())): fixed-point weights whose int64 sums are exact (< 2**62), in any order.
     """
-    e = z.sub_(z.amax(-1, keepdim=True)).exp_()                                  # [n, V] in [0, 1], max -> 1
+    e = _exp_(torch.sub(z, z.amax(-1, keepdim=True)))                            # [n, V] in [0, 1], max -> 1
     bucket = torch.bitwise_right_shift(e.view(torch.int32), BUCKET_SHIFT,
                                        out=torch.empty(e.shape, dtype=torch.long, device=e.device))  # [n, V]
     units = (e * 2.0 ** (62 - e.shape[-1].bit_length())).long()                 # [n, V] fixed point
@@ -158,69 +172,56 @@ def bucket_cumsum(bucket, weight):
     return hist.scatter_add_(1, bucket, ones if weight is None else weight).cumsum_(-1)
 
 
+def bucket_of(cum, quota):
+    """[n, 1]: the bucket holding the token where the weight from the top first reaches quota (1 <= quota)."""
+    return torch.searchsorted(cum, cum[:, -1:] - quota, right=True)
+
+
+def bucket_members(x, temp, bucket, weight, cum, wanted):
+    """The tokens of the wanted buckets [n, N_BUCKETS] bool, in the reference's order, with the weight ahead.
+
+    Order: row, then descending z = x / temp, equal z by ascending id (the reference's stable sort). One pass
+    over [n, V] finds them; only they are sorted. weight: units [n, V] or None (1 per token: counts).
+    Returns (rows, ids, z, before, after) [c] each: before = the weight of every token ahead of it in its row.
+    """
+    n, vocab = bucket.shape
+    rows, ids = wanted.gather(1, bucket).nonzero(as_tuple=True)                  # [c] row by row, ids ascending
+    at = rows * vocab + ids                                                      # [c] flat positions in [n, V]
+    z = _flat(x).index_select(0, at) / temp[:, 0].index_select(0, rows) + 0.0    # [c] as x / temp; -0 -> 0
+    bits = z.view(torch.int32).long()                                            # [c] float bits, sign-extended
+    up = bits ^ ((bits >> 31) & 0x7FFFFFFF)                                      # [c] int order = float order
+    order = ((rows << 32) | (0x7FFFFFFF - up)).argsort(stable=True)              # [c] row, z desc, id asc
+    rows, ids, z, at = rows[order], ids[order], z[order], at[order]              # [c] the reference's order
+    b = _flat(bucket).index_select(0, at)                                        # [c] descending in each row
+    w = torch.ones_like(ids) if weight is None else _flat(weight).index_select(0, at)  # [c]
+    ahead = w.cumsum(0) - w                                                      # [c] exact: integers
+    first = torch.ones_like(rows, dtype=torch.bool)
+    first[1:] = (rows[1:] != rows[:-1]) | (b[1:] != b[:-1])                      # [c] a bucket's first member
+    ahead = ahead - ahead[first.nonzero()[:, 0]][first.cumsum(0) - 1]           # [c] ahead within its bucket
+    above = _flat(cum).index_select(0, rows * cum.shape[1] + cum.shape[1] - 1) - _flat(cum).index_select(
+        0, rows * cum.shape[1] + b)                                              # [c] weight of higher buckets
+    return rows, ids, z, above + ahead, above + ahead + w
+
+
+def crossing(members, quota):
+    """(rows [m], ids, z, after): per row the member with before < quota <= after, if it was listed."""
+    rows, ids, z, before, after = members
+    q = quota[rows, 0]                                                           # [c]
+    hit = ((before < q) & (q <= after)).nonzero()[:, 0]                          # [m] at most one per row
+    return rows[hit], ids[hit, None], z[hit, None], after[hit, None]
+
+
 def select_crossing(x, temp, bucket, weight, cum, quota):
     """Per row the token c with before_c < quota <= before_c + weight_c, in the reference's order.
 
-    The order: descending z = x / temp, equal z by ascending id; before_c: the weight of the tokens ahead
-    of c. x [n, V], temp [n, 1], bucket [n, V] (ascending in z), weight [n, V] int64 or None (1 each:
-    counts), cum = bucket_cumsum(bucket, weight), quota [n, 1] int64 in [1, row total]. One pass finds the
-    members of the bucket where the weight crosses quota; only they are sorted.
-    Returns (token [n, 1], its z [n, 1], before_c + weight_c [n, 1]).
+    x [n, V], temp [n, 1], bucket [n, V], weight [n, V] int64 or None (counts), cum = bucket_cumsum(bucket,
+    weight), quota [n, 1] int64 in [1, row total]. Returns (token [n, 1], its z [n, 1], after [n, 1]).
     """
-    n, vocab = bucket.shape
-    id_bits = vocab.bit_length()
-    block = 1 << (30 - id_bits)                                                  # rows that fit in one sort key
-    if n > block:
-        parts = [select_crossing(x[s:s + block], temp[s:s + block], bucket[s:s + block],
-                                 None if weight is None else weight[s:s + block], cum[s:s + block],
-                                 quota[s:s + block]) for s in range(0, n, block)]
-        return tuple(torch.cat(part) for part in zip(*parts))
-    total = cum[:, -1:]                                                          # [n, 1]
-    b = torch.searchsorted(cum, total - quota, right=True)                      # [n, 1] the crossing bucket
-    above = total - cum.gather(1, b)                                             # [n, 1] weight of higher buckets
-    rows, ids = (bucket == b).nonzero(as_tuple=True)                             # [c] its members, row by row
-    z = x[rows, ids] / temp[rows, 0] + 0.0                                       # [c] z as in x / temp; -0 -> 0
-    bits = z.view(torch.int32).long()                                            # [c] float bits, sign-extended
-    up = bits ^ ((bits >> 31) & 0x7FFFFFFF)                                      # [c] int order = float order
-    key = (rows << (32 + id_bits)) | ((0x7FFFFFFF - up) << id_bits) | ids        # [c] row, z desc, id asc
-    order = key.argsort()
-    rows, ids, z = rows[order], ids[order], z[order]                             # [c] the reference's order
-    w = torch.ones_like(ids) if weight is None else weight[rows, ids]            # [c]
-    ahead = w.cumsum(0) - w                                                      # [c] exact: integers
-    start = torch.searchsorted(rows, torch.arange(n, device=rows.device))        # [n] first member of each row
-    before = above[rows, 0] + ahead - ahead[start][rows]                         # [c]
-    q = quota[rows, 0]
-    hit = ((before < q) & (q <= before + w)).nonzero()[:, 0]                     # [n] one per row, in row order
-    assert hit.numel() == n, "every row has exactly one crossing token"
-    return ids[hit, None], z[hit, None], (before + w)[hit, None]
-
-
-def bucket_picture(row, top_p, temperature=1.0):
-    """One row's top-p by selection, for a plot: its non-empty buckets, most likely first, and the crossing.
-
-    row [V] logits. Returns a dict of lists (one entry per non-empty bucket): 'low', 'high' (the bucket's
-    edges as probabilities), 'mass' (its share of the row's probability), 'before' (the share of the buckets
-    above it); 'crossing': the index of the bucket where the mass reaches top_p; 'kept': tokens kept.
-    """
-    x = row.float().reshape(1, -1)                                               # [1, V]
-    temp = torch.tensor([[temperature]], dtype=torch.float32, device=x.device)   # [1, 1]
-    e, bucket, units = weights_and_buckets(x / temp)
-    cum = bucket_cumsum(bucket, units)                                           # [1, NB]
-    total = cum[:, -1:]
-    quota = (torch.tensor(top_p, dtype=torch.float32).double() * total).ceil().long().clamp(1, None)
-    token, z_cut, kept_mass = select_crossing(x, temp, bucket, units, cum, quota)
-    kept = int(((x / temp > z_cut) | ((x / temp == z_cut) & (torch.arange(x.shape[1]) <= token))).sum())
-    hist = torch.diff(cum[0], prepend=cum[0, :1] * 0)                            # [NB] weight per bucket
-    full = torch.bincount(bucket[0], minlength=N_BUCKETS) > 0                    # [NB] non-empty buckets
-    ids = full.nonzero()[:, 0].flip(0)                                           # [m] top bucket first
-    scale = 2.0 ** (62 - x.shape[1].bit_length())
-    low = torch.tensor((ids << BUCKET_SHIFT).tolist(), dtype=torch.int32).view(torch.float32).double() * scale
-    high = torch.tensor(((ids + 1) << BUCKET_SHIFT).tolist(), dtype=torch.int32).view(torch.float32).double() * scale
-    share = hist[ids].double() / total.double()[0]
-    crossing = int((ids == bucket[0, token[0, 0]]).nonzero()[0, 0])
-    return {"low": (low / total[0].double()).tolist(), "high": (high / total[0].double()).tolist(),
-            "mass": share.tolist(), "before": (share.cumsum(0) - share).tolist(), "crossing": crossing,
-            "kept": kept, "kept_mass": kept_mass.item() / total.item()}
+    wanted = torch.zeros(cum.shape, dtype=torch.bool, device=cum.device)         # [n, NB]
+    wanted.scatter_(1, bucket_of(cum, quota), True)                              # the crossing bucket only
+    rows, ids, z, after = crossing(bucket_members(x, temp, bucket, weight, cum, wanted), quota)
+    assert len(rows) == len(x), "every row has exactly one crossing token"
+    return ids, z, after
 
 
 # step 6: the draw -----------------------------------------------------------------------------------
@@ -230,6 +231,11 @@ def inverse_cdf(cs, total, u, e):
     first = _first_true((cs > u * total) & has_mass)                             # [n, 1] W if rounding misses
     cols = torch.arange(e.shape[1], dtype=torch.int32, device=e.device)
     return torch.minimum(first, torch.where(has_mass, cols, -1).amax(-1, keepdim=True).long())  # [n, 1]
+
+
+def _flat(t):
+    """t as one long row (a view when t is contiguous)."""
+    return t.reshape(-1)
 
 
 def _take(t, rows):
@@ -251,7 +257,7 @@ class FastSampler:
         """logits [B, V] -> LongTensor [B]: row i is req_ids[i]'s next token."""
         validate_sample_inputs(logits, req_ids, params, prev_tokens)
         x = penalized_fp32(logits, params, prev_tokens)                          # [B, V]
-        greedy, window, chosen = self._parts(x, params)
+        greedy, window, select = self._parts(x, params)
         tokens = torch.empty(x.shape[0], dtype=torch.long, device=x.device)     # [B]
         if greedy:
             tokens[greedy] = torch.argmax(_take(x, greedy), dim=-1)              # step 2: torch's tie rule
@@ -259,30 +265,24 @@ class FastSampler:
             rows, e, cs, total, ids = window
             u = self._uniforms([req_ids[i] for i in rows], [params[i] for i in rows], x.device)  # [n, 1]
             tokens[rows] = ids.gather(1, inverse_cdf(cs, total, u, e))[:, 0]     # [n] vocab ids
-        if chosen:
-            rows, xs, temp, e, bucket, units, cum, kept, _, _ = chosen
-            u = self._uniforms([req_ids[i] for i in rows], [params[i] for i in rows], x.device)  # [n, 1]
-            quota = torch.minimum((u * kept.double()).long() + 1, kept)          # [n, 1] in [1, kept]
-            tokens[rows] = select_crossing(xs, temp, bucket, units, cum, quota)[0][:, 0]  # step 6 by selection
+        if select:
+            u = self._uniforms([req_ids[i] for i in select], [params[i] for i in select], x.device)  # [n, 1]
+            tokens[select] = self._select(x, select, params, u)[:, 0]            # steps 3-6 by selection
         return tokens
 
     def filtered_probs(self, logits, params, prev_tokens):
         """[B, V] float32: the distribution each row is drawn from (greedy rows: one-hot at the argmax)."""
         validate_sample_inputs(logits, list(range(logits.shape[0])), params, prev_tokens)
         x = penalized_fp32(logits, params, prev_tokens)                          # [B, V]
-        greedy, window, chosen = self._parts(x, params)
+        greedy, window, select = self._parts(x, params)
         out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)        # [B, V]
         if greedy:
             out[greedy, torch.argmax(_take(x, greedy), dim=-1)] = 1.0
         if window:
             rows, e, cs, total, ids = window
             out[rows] = torch.zeros(len(rows), x.shape[1], device=x.device).scatter_(1, ids, e / total)  # [n, V]
-        if chosen:
-            rows, xs, temp, e, bucket, units, cum, kept, cut_z, cut_id = chosen
-            z = xs / temp                                                        # [n, V] as in the selection
-            keep = (z > cut_z) | ((z == cut_z) & (torch.arange(x.shape[1], device=x.device) <= cut_id))
-            mass = (kept.double() / 2.0 ** (62 - x.shape[1].bit_length())).float()  # [n, 1] units -> weight
-            out[rows] = torch.where(keep, e, 0.0) / mass                         # [n, V] exact zeros outside
+        if select:
+            out[select] = self._select(x, select, params)                         # [n, V]
         return out
 
     def free(self, req_id):
@@ -311,7 +311,7 @@ class FastSampler:
         return self._shared[device]
 
     def _parts(self, x, params):
-        """Steps 2-5: (greedy rows, the window's (rows, e, cs, total, ids), the selection's state), None if no rows.
+        """Step 2 and the window: (greedy rows, the window's (rows, e, cs, total, ids) or None, selection rows).
 
         A row with 0 < top_k <= WINDOW_K goes to the window, unless its k-th value ties the next one (the run
         of ties may leave the window: it depends on the row alone); every other sampled row to the selection.
@@ -325,9 +325,8 @@ class FastSampler:
                 window.append(i)
             else:
                 select.append(i)
-        parts = self._window(x, window, params) if window else (None, [])
-        select = sorted(select + parts[1])
-        return greedy, parts[0], self._select(x, select, params) if select else None
+        part, spilled = self._window(x, window, params) if window else (None, [])
+        return greedy, part, sorted(select + spilled)
 
     def _window(self, x, rows, params):
         """Steps 3-5 in a [n, W] window: ((rows, e, cs, total, ids) or None, rows whose k-th value ties the next)."""
@@ -336,47 +335,83 @@ class FastSampler:
         temp, top_k, top_p = knobs[:, :1], knobs[:, 1:2].long(), knobs[:, 2:]    # [n, 1] each
         width = max(params[i].top_k for i in rows) + 1                           # top_k + 1: see a tie go on
         vals, ids = window_topk(_take(x, rows), width)                           # [n, W] the one pass over V
-        z, ids = canonical_window(vals / temp, ids)                              # [n, W] temperature on W only
-        spill = z.gather(1, top_k - 1) == z.gather(1, top_k)                     # [n, 1] k-th value ties the next
-        spilled = []
-        if bool(spill.any()):
-            flags = spill[:, 0].tolist()
-            spilled = [i for i, s in zip(rows, flags) if s]
-            rows = [i for i, s in zip(rows, flags) if not s]
-            if not rows:
-                return None, spilled
-            keep = ~spill[:, 0]
-            z, ids, top_k, top_p = z[keep], ids[keep], top_k[keep], top_p[keep]
+        z, spilled = vals / temp, []                                             # [n, W] temperature on W only
+        if bool((z[:, 1:] == z[:, :-1]).any()):                                  # ties somewhere:
+            z, ids = canonical_window(z, ids)                                    # ascending ids among equals
+            spill = (z.gather(1, top_k - 1) == z.gather(1, top_k))[:, 0]         # [n] k-th value ties the next:
+            if bool(spill.any()):                                                # the run may leave the window
+                flags = spill.tolist()
+                spilled = [i for i, s in zip(rows, flags) if s]
+                rows = [i for i, s in zip(rows, flags) if not s]
+                if not rows:
+                    return None, spilled
+                z, ids, top_k, top_p = z[~spill], ids[~spill], top_k[~spill], top_p[~spill]
         e, cs, total, _ = filter_window(z, top_k, top_p, torch.zeros_like(top_p), complete=True)  # no tie at k:
         return (rows, e, cs, total, ids), spilled                                # the kept set is in the window
 
-    def _select(self, x, rows, params):
-        """Steps 3-5 by selection: (rows, xs, temp, e, bucket, units, cum, kept units, cut z, cut id), each [n, ...].
+    def _select(self, x, rows, params, u=None):
+        """Steps 3-5 (and 6, given u [n, 1]) by selection: tokens [n, 1], or filtered probs [n, V] when u is None.
 
-        A row keeps the tokens at or ahead of its cut token (z > cut z, or equal z and id <= cut id).
+        Every decision is an integer crossing (before < quota <= after) in the reference's order: top-k
+        (k > WINDOW_K) counts to the k-th value and weighs 0 below it; top-p cuts at the crossing token c of
+        ceil(top_p * mass) and keeps the tokens at or ahead of c; the draw is the crossing token of u * kept.
+        A few rows of a small vocabulary (n * V <= SORT_MAX) sort instead: the same integers, the same answer.
         """
-        vocab, dev = x.shape[1], x.device
-        knobs = torch.tensor([[params[i].temperature, params[i].top_p] for i in rows], device=dev)  # [n, 2] fp32
-        temp = knobs[:, :1]                                                      # [n, 1]
-        xs = _take(x, rows)                                                      # [n, V]
-        e, bucket, units = weights_and_buckets(xs / temp)                        # [n, V] each
-        cut_z = torch.full((len(rows), 1), -INF, device=dev)                     # [n, 1] no cut: keep all
-        cut_id = torch.full((len(rows), 1), vocab, device=dev)                   # [n, 1]
-        big_k = [j for j, i in enumerate(rows) if 0 < params[i].top_k < vocab]
-        if big_k:                                                                # top-k by counting
-            sub = torch.tensor(big_k, device=dev)
-            k = torch.tensor([[params[rows[j]].top_k] for j in big_k], device=dev)  # [m, 1]
-            _, z_k, _ = select_crossing(xs[sub], temp[sub], bucket[sub], None, bucket_cumsum(bucket[sub], None), k)
-            units[sub] = units[sub].masked_fill(xs[sub] / temp[sub] < z_k, 0)   # [m, V] weight 0 below the k-th
-            cut_z[sub] = z_k
-        cum = bucket_cumsum(bucket, units)                                       # [n, NB]
-        kept = cum[:, -1:].clone()                                               # [n, 1] kept mass, in units
-        cut = [j for j, i in enumerate(rows) if params[i].top_p < 1]
-        if cut:                                                                  # top-p: the crossing token
-            sub = list(range(len(rows))) if len(cut) == len(rows) else cut
-            quota = (_take(knobs, sub)[:, 1:].double() * _take(kept, sub).double()).ceil().long()  # [m, 1]
-            ids, z_cut, mass = select_crossing(_take(xs, sub), _take(temp, sub), _take(bucket, sub),
-                                               _take(units, sub), _take(cum, sub), quota)
-            sub = torch.tensor(sub, device=dev)
-            cut_z[sub], cut_id[sub], kept[sub] = z_cut, ids, mass
-        return rows, xs, temp, e, bucket, units, cum, kept, cut_z, cut_id
+        vocab, dev, n = x.shape[1], x.device, len(rows)
+        knobs = torch.tensor([[params[i].temperature, params[i].top_p if params[i].top_p < 1 else 0.0,
+                               params[i].top_k if 0 < params[i].top_k < vocab else 0] for i in rows],
+                             dtype=torch.float64, device=dev)                    # [n, 3] T, top_p (0 off), k
+        temp, xs = knobs[:, :1].float(), _take(x, rows)                          # [n, 1], [n, V]
+        ones = all(params[i].temperature == 1.0 for i in rows)
+        e, bucket, units = weights_and_buckets(xs if ones else xs / temp)       # [n, V] each; x / 1 == x
+        small = n * vocab <= SORT_MAX
+        if small:
+            z_s, order = torch.sort(xs if ones else xs / temp, dim=-1, descending=True, stable=True)  # [n, V]
+        k = knobs[:, 2:].long()                                                  # [n, 1] 0: off
+        cut_z = torch.full((n, 1), -INF, device=dev)                             # [n, 1] no cut: keep all
+        if bool((k > 0).any()):                                                  # top-k: the k-th value
+            if small:
+                z_k = z_s.gather(1, (k - 1).clamp(min=0))
+            else:
+                ones_ = k.clamp(min=1)                                           # rows without k: count to 1
+                z_k = select_crossing(xs, temp, bucket, None, bucket_cumsum(bucket, None), ones_)[1]
+            cut_z = torch.where(k > 0, z_k, cut_z)                               # [n, 1]
+            units = units.masked_fill((xs if ones else xs / temp) < cut_z, 0)    # [n, V] weight 0 below it
+        if small:
+            after_s = units.gather(1, order).cumsum(-1)                          # [n, V] exact: integers
+            total = after_s[:, -1:]
+
+            def cross(q):
+                at = torch.searchsorted(after_s, q)                              # first position with after >= q
+                return order.gather(1, at), z_s.gather(1, at), after_s.gather(1, at)
+        else:
+            cum = bucket_cumsum(bucket, units)                                   # [n, NB]
+            total = cum[:, -1:]                                                  # [n, 1] in units
+        quota = (knobs[:, 1:2] * total).ceil().long()                            # [n, 1] 0: no top-p
+        if not small:
+            b_cut = bucket_of(cum, quota.clamp(min=1))                           # [n, 1]
+            wanted = torch.zeros(cum.shape, dtype=torch.bool, device=dev).scatter_(1, b_cut, quota > 0)
+            if u is not None:                                                    # the buckets the draw can reach:
+                below = torch.cat([cum.gather(1, b_cut), cum.gather(1, (b_cut - 1).clamp(min=0)) * (b_cut > 0)], 1)
+                kept = torch.where(quota > 0, total - below + torch.tensor([[1, 0]], device=dev), total)  # [n, 2]
+                reach = bucket_of(cum, torch.minimum((u * kept.double()).long() + 1, kept))  # [n, 2] low, high
+                cols = torch.arange(cum.shape[1], device=dev)                    # [NB]
+                wanted |= (cols >= reach[:, 1:]) & (cols <= reach[:, :1])
+            members = bucket_members(xs, temp, bucket, units, cum, wanted)
+
+            def cross(q):
+                hit, ids, z, after = crossing(members, q)
+                out = (torch.zeros(n, 1, dtype=torch.long, device=dev), torch.zeros(n, 1, device=dev), total.clone())
+                for t, v in zip(out, (ids, z, after)):
+                    t[hit] = v
+                return out
+        cut_id, z, kept = cross(quota)                                           # the top-p cut, per row
+        cut_z = torch.where(quota > 0, z, cut_z)                                 # [n, 1]
+        cut_id = torch.where(quota > 0, cut_id, vocab)                           # [n, 1] top-k ties: all kept
+        kept = torch.where(quota > 0, kept, total)                               # [n, 1] kept mass, in units
+        if u is not None:
+            return cross(torch.minimum((u * kept.double()).long() + 1, kept))[0]  # step 6: the draw
+        z = xs if ones else xs / temp
+        keep = (z > cut_z) | ((z == cut_z) & (torch.arange(vocab, device=dev) <= cut_id))   # [n, V]
+        mass = (kept.double() / 2.0 ** (62 - vocab.bit_length())).float()       # [n, 1] units -> weight
+        return torch.where(keep, e, 0.0) / mass                                  # [n, V] exact zeros outside
