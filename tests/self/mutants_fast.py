@@ -24,6 +24,7 @@ P08_FAST = [
            "greedy rows skip the penalty"),
     Mutant("fast_free_keeps_generator", "I5", (("        self._seeded.pop(req_id, None)", "        pass"),), "free() keeps the generator"),
     Mutant("full_vocab_sort_always", "F5", (("vals, ids = window_topk(_take(x, rows), width)",
-                                             "vals, ids = torch.sort(_take(x, rows), dim=-1, descending=True, stable=True)"),),
+                                             "vals, ids = (torch.stack(t) for t in zip(*[torch.sort(r, descending=True, stable=True)"
+                                             " for r in _take(x, rows)]))"),),
            "sorts the whole vocabulary for every top-k row (the 'before' of seed 004)"),
 ]
