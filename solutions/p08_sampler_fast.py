@@ -16,9 +16,13 @@ in any order, batch and device); equal values sit in ascending token id (the ref
 decisions are comparisons and integer counts; which way a row goes depends on the row alone; and the one
 uniform a row consumes comes from its own generator.
 """
+from functools import partial
+
 import torch
 
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs
+from course.selection import (_exp_, bucket_cumsum, bucket_members, bucket_of, crossing, select_crossing,
+                              weights_and_buckets)
 
 __all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "window_topk", "canonical_window", "prefix_sum",
            "row_total", "filter_window", "inverse_cdf", "weights_and_buckets", "bucket_cumsum", "bucket_of",
@@ -27,8 +31,6 @@ __all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "window_topk", "ca
 CHUNK = 64           # window_topk reads the row as chunks of this many logits
 WINDOW_K = 256       # rows with 0 < top_k <= WINDOW_K use the window; a larger top_k uses the selection
 SORT_MAX = 4096      # the selection sorts its rows when rows * V is at most this (the same integers: the same answer)
-BUCKET_SHIFT = 16    # a bucket: the float bits of a weight without the low 16 (exponent and 7 mantissa bits)
-N_BUCKETS = (0x3F800000 >> BUCKET_SHIFT) + 1    # weights lie in [0, 1]; 0x3F800000 is the bits of 1.0
 INF = float("inf")
 
 
@@ -105,19 +107,6 @@ def row_total(e):
     return e
 
 
-def _exp_(t):
-    """t.exp_() for a new contiguous t; on the CPU 2k-32k elements go in pieces of 2048 (same bits: elementwise).
-
-    There torch.exp splits such sizes across threads with a small grain, and on a busy 2-core machine the
-    wait for the second thread costs a whole time slice (about 8 ms, measured); pieces of 2048 stay on one.
-    """
-    if t.device.type == "cpu" and 2048 < t.numel() < 32768:
-        for piece in t.view(-1).split(2048):
-            piece.exp_()
-        return t
-    return t.exp_()
-
-
 def _first_true(mask):
     """[n, W] bool -> [n, 1] long: the column of the first True (W where there is none); integer ops only."""
     if mask.shape[-1] == 0:
@@ -151,79 +140,6 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     return e, cs, total, certain[:, 0]
 
 
-# step 4, the other way: a selection over the whole row, no sort --------------------------------------
-def weights_and_buckets(z):
-    """z [n, V] -> e = exp(z - max) [n, V], bucket [n, V] int64 (grows with e), units [n, V] int64.
-
-    bucket = e's float bits >> 16: a log-scale histogram bin (exponent and 7 mantissa bits); units = floor(e *
-    2**(62 - V.bit_length())): fixed-point weights whose int64 sums are exact (< 2**62), in any order.
-    """
-    e = _exp_(torch.sub(z, z.amax(-1, keepdim=True)))                            # [n, V] in [0, 1], max -> 1
-    bucket = torch.bitwise_right_shift(e.view(torch.int32), BUCKET_SHIFT,
-                                       out=torch.empty(e.shape, dtype=torch.long, device=e.device))  # [n, V]
-    units = (e * 2.0 ** (62 - e.shape[-1].bit_length())).long()                 # [n, V] fixed point
-    return e, bucket, units
-
-
-def bucket_cumsum(bucket, weight):
-    """[n, N_BUCKETS] int64: the weight of each bucket and all below it (integer adds: exact in any order)."""
-    ones = torch.ones(1, 1, dtype=torch.long, device=bucket.device).expand(bucket.shape)
-    hist = torch.zeros(bucket.shape[0], N_BUCKETS, dtype=torch.long, device=bucket.device)  # [n, NB]
-    return hist.scatter_add_(1, bucket, ones if weight is None else weight).cumsum_(-1)
-
-
-def bucket_of(cum, quota):
-    """[n, 1]: the bucket holding the token where the weight from the top first reaches quota (1 <= quota)."""
-    return torch.searchsorted(cum, cum[:, -1:] - quota, right=True)
-
-
-def bucket_members(x, temp, bucket, weight, cum, wanted):
-    """The tokens of the wanted buckets [n, N_BUCKETS] bool, in the reference's order, with the weight ahead.
-
-    Order: row, then descending z = x / temp, equal z by ascending id (the reference's stable sort). One pass
-    over [n, V] finds them; only they are sorted. weight: units [n, V] or None (1 per token: counts).
-    Returns (rows, ids, z, before, after) [c] each: before = the weight of every token ahead of it in its row.
-    """
-    n, vocab = bucket.shape
-    rows, ids = wanted.gather(1, bucket).nonzero(as_tuple=True)                  # [c] row by row, ids ascending
-    at = rows * vocab + ids                                                      # [c] flat positions in [n, V]
-    z = _flat(x).index_select(0, at) / temp[:, 0].index_select(0, rows) + 0.0    # [c] as x / temp; -0 -> 0
-    bits = z.view(torch.int32).long()                                            # [c] float bits, sign-extended
-    up = bits ^ ((bits >> 31) & 0x7FFFFFFF)                                      # [c] int order = float order
-    order = ((rows << 32) | (0x7FFFFFFF - up)).argsort(stable=True)              # [c] row, z desc, id asc
-    rows, ids, z, at = rows[order], ids[order], z[order], at[order]              # [c] the reference's order
-    b = _flat(bucket).index_select(0, at)                                        # [c] descending in each row
-    w = torch.ones_like(ids) if weight is None else _flat(weight).index_select(0, at)  # [c]
-    ahead = w.cumsum(0) - w                                                      # [c] exact: integers
-    first = torch.ones_like(rows, dtype=torch.bool)
-    first[1:] = (rows[1:] != rows[:-1]) | (b[1:] != b[:-1])                      # [c] a bucket's first member
-    ahead = ahead - ahead[first.nonzero()[:, 0]][first.cumsum(0) - 1]           # [c] ahead within its bucket
-    above = _flat(cum).index_select(0, rows * cum.shape[1] + cum.shape[1] - 1) - _flat(cum).index_select(
-        0, rows * cum.shape[1] + b)                                              # [c] weight of higher buckets
-    return rows, ids, z, above + ahead, above + ahead + w
-
-
-def crossing(members, quota):
-    """(rows [m], ids, z, after): per row the member with before < quota <= after, if it was listed."""
-    rows, ids, z, before, after = members
-    q = quota[rows, 0]                                                           # [c]
-    hit = ((before < q) & (q <= after)).nonzero()[:, 0]                          # [m] at most one per row
-    return rows[hit], ids[hit, None], z[hit, None], after[hit, None]
-
-
-def select_crossing(x, temp, bucket, weight, cum, quota):
-    """Per row the token c with before_c < quota <= before_c + weight_c, in the reference's order.
-
-    x [n, V], temp [n, 1], bucket [n, V], weight [n, V] int64 or None (counts), cum = bucket_cumsum(bucket,
-    weight), quota [n, 1] int64 in [1, row total]. Returns (token [n, 1], its z [n, 1], after [n, 1]).
-    """
-    wanted = torch.zeros(cum.shape, dtype=torch.bool, device=cum.device)         # [n, NB]
-    wanted.scatter_(1, bucket_of(cum, quota), True)                              # the crossing bucket only
-    rows, ids, z, after = crossing(bucket_members(x, temp, bucket, weight, cum, wanted), quota)
-    assert len(rows) == len(x), "every row has exactly one crossing token"
-    return ids, z, after
-
-
 # step 6: the draw -----------------------------------------------------------------------------------
 def inverse_cdf(cs, total, u, e):
     """Step 6: the first column whose prefix mass exceeds u * total and has mass; else the last with mass."""
@@ -233,9 +149,19 @@ def inverse_cdf(cs, total, u, e):
     return torch.minimum(first, torch.where(has_mass, cols, -1).amax(-1, keepdim=True).long())  # [n, 1]
 
 
-def _flat(t):
-    """t as one long row (a view when t is contiguous)."""
-    return t.reshape(-1)
+def _sorted_crossing(order, z, after, quota):
+    """(ids, z, after) [n, 1] of the crossing token, in rows sorted the reference's way with running weights."""
+    at = torch.searchsorted(after, quota)                                        # first position: after >= quota
+    return order.gather(1, at), z.gather(1, at), after.gather(1, at)
+
+
+def _listed_crossing(members, quota, total):
+    """(ids, z, after) [n, 1] of the crossing token among bucket members; (0, 0, total) where none was listed."""
+    hit, ids, z, after = crossing(members, quota)
+    out = (torch.zeros_like(total), torch.zeros(total.shape, device=total.device), total.clone())
+    for t, v in zip(out, (ids, z, after)):
+        t[hit] = v
+    return out
 
 
 def _take(t, rows):
@@ -379,11 +305,7 @@ class FastSampler:
             units = units.masked_fill((xs if ones else xs / temp) < cut_z, 0)    # [n, V] weight 0 below it
         if small:
             after_s = units.gather(1, order).cumsum(-1)                          # [n, V] exact: integers
-            total = after_s[:, -1:]
-
-            def cross(q):
-                at = torch.searchsorted(after_s, q)                              # first position with after >= q
-                return order.gather(1, at), z_s.gather(1, at), after_s.gather(1, at)
+            total, cross = after_s[:, -1:], partial(_sorted_crossing, order, z_s, after_s)
         else:
             cum = bucket_cumsum(bucket, units)                                   # [n, NB]
             total = cum[:, -1:]                                                  # [n, 1] in units
@@ -397,14 +319,7 @@ class FastSampler:
                 reach = bucket_of(cum, torch.minimum((u * kept.double()).long() + 1, kept))  # [n, 2] low, high
                 cols = torch.arange(cum.shape[1], device=dev)                    # [NB]
                 wanted |= (cols >= reach[:, 1:]) & (cols <= reach[:, :1])
-            members = bucket_members(xs, temp, bucket, units, cum, wanted)
-
-            def cross(q):
-                hit, ids, z, after = crossing(members, q)
-                out = (torch.zeros(n, 1, dtype=torch.long, device=dev), torch.zeros(n, 1, device=dev), total.clone())
-                for t, v in zip(out, (ids, z, after)):
-                    t[hit] = v
-                return out
+            cross = partial(_listed_crossing, bucket_members(xs, temp, bucket, units, cum, wanted), total=total)
         cut_id, z, kept = cross(quota)                                           # the top-p cut, per row
         cut_z = torch.where(quota > 0, z, cut_z)                                 # [n, 1]
         cut_id = torch.where(quota > 0, cut_id, vocab)                           # [n, 1] top-k ties: all kept
