@@ -1,31 +1,36 @@
-"""P08 fast path: the reference sampler's semantics, vectorized over the batch, in sorted top-k space.
+"""P08 fast path: the reference sampler's semantics, vectorized over the batch, without a full-vocab sort.
 
 Per row, exactly the reference's rule (solutions/p08_sampler.py):
 penalty -> greedy? -> temperature -> top-k -> top-p -> draw with the request's own generator.
-What changes is where the work happens: one top-k pass to a [n, W] window instead of a full-vocab sort,
-exp and prefix sums only over that window, one uniform per row for an inverse-CDF draw. The steps are
-p08-fast's (notebooks/p08_fast_path.ipynb, hints/p08-fast): 1 prepare, 2 greedy + temperature, 3 the
-window, 4 top-k + top-p in it, 5 exact zeros / filtered_probs, 6 one uniform -> token.
+A row's kept set is found in one of two exact ways:
+- the window (rows with a small top_k): one top-k pass to [n, W], exp and prefix sums over W only, one
+  uniform per row for an inverse-CDF draw: p08-fast's steps 1-6 (notebooks/p08_fast_path.ipynb).
+- the selection (top-p-only rows, a large top_k, no filter): put every token in a bucket by the float bits
+  of its weight exp(z - max) (a log-scale histogram of the probabilities), add the weights per bucket as
+  integers, find the bucket where the mass crosses top_p and order only that bucket's tokens. The draw is
+  a second selection, at u * the kept mass.
 
-Batch invariance, bit for bit: a row's window may be wider in a bigger batch (W = the widest need of its
-peers), so every float a row uses is elementwise, or a prefix sum whose entry j is one fixed tree of adds
-over columns 0..j (prefix_sum), read at the row's own last column; the full-row mass of a top-p-only row
-is a pairwise sum fixed by V; equal values sit in ascending token id, the order a stable full sort gives;
-decisions are integer counts; and the one uniform a row consumes comes from its own generator.
+Batch invariance, bit for bit: a row's floats are elementwise, or window prefix sums whose entry j is one
+fixed tree of adds over columns 0..j (prefix_sum), or int64 sums of fixed-point weights (exact, so the same
+in any order, batch and device); equal values sit in ascending token id (the reference's stable sort);
+decisions are comparisons and integer counts; which way a row goes depends on the row alone; and the one
+uniform a row consumes comes from its own generator.
 """
-import math
+from functools import partial
 
 import torch
 
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs
+from course.selection import (_exp_, bucket_cumsum, bucket_members, bucket_of, crossing, select_crossing,
+                              weights_and_buckets)
 
 __all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "window_topk", "canonical_window", "prefix_sum",
-           "row_total", "filter_window", "inverse_cdf"]
+           "row_total", "filter_window", "inverse_cdf", "weights_and_buckets", "bucket_cumsum", "bucket_of",
+           "bucket_members", "crossing", "select_crossing"]
 
-WINDOW = 64          # first top-K' window for rows with top-p but no top-k
-GROW = 8             # each retry widens that window at least this much
-SORT_FRACTION = 8    # a window wider than V / SORT_FRACTION costs about a full sort: sort instead
 CHUNK = 64           # window_topk reads the row as chunks of this many logits
+WINDOW_K = 256       # rows with 0 < top_k <= WINDOW_K use the window; a larger top_k uses the selection
+SORT_MAX = 4096      # the selection sorts its rows when rows * V is at most this (the same integers: the same answer)
 INF = float("inf")
 
 
@@ -117,9 +122,9 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     top_k [n, 1] (0 = off), top_p [n, 1] (inf = off), row_mass [n, 1] = sum of exp(z - max) over the whole
     row (the 100 % of top-p when top-k is off). complete: the window is the whole row. Returns e [n, W]
     (kept unnormalised probs, exactly 0 elsewhere), cs [n, W] (prefix sums of the window's exp), total
-    [n, 1] (the kept mass) and certain [n] (the window holds the whole kept set; if not: widen, or sort).
+    [n, 1] (the kept mass) and certain [n] (the window holds the whole kept set; if not: widen, or select).
     """
-    e = torch.exp(z - z[:, :1])                                                  # [n, W]; z[:, 0] is the max
+    e = _exp_(z - z[:, :1])                                                      # [n, W]; z[:, 0] is the max
     cs = prefix_sum(e)                                                           # [n, W] entry j: W-independent
     kth = torch.where(top_k > 0, z.gather(1, (top_k - 1).clamp(min=0)), -INF)   # [n, 1] the k-th largest
     n_top_k = (z >= kth).sum(-1, keepdim=True)                                   # [n, 1] top-k keeps a prefix
@@ -144,9 +149,24 @@ def inverse_cdf(cs, total, u, e):
     return torch.minimum(first, torch.where(has_mass, cols, -1).amax(-1, keepdim=True).long())  # [n, 1]
 
 
+def _sorted_crossing(order, z, after, quota):
+    """(ids, z, after) [n, 1] of the crossing token, in rows sorted the reference's way with running weights."""
+    at = torch.searchsorted(after, quota)                                        # first position: after >= quota
+    return order.gather(1, at), z.gather(1, at), after.gather(1, at)
+
+
+def _listed_crossing(members, quota, total):
+    """(ids, z, after) [n, 1] of the crossing token among bucket members; (0, 0, total) where none was listed."""
+    hit, ids, z, after = crossing(members, quota)
+    out = (torch.zeros_like(total), torch.zeros(total.shape, device=total.device), total.clone())
+    for t, v in zip(out, (ids, z, after)):
+        t[hit] = v
+    return out
+
+
 def _take(t, rows):
     """t's rows listed in `rows` (a copy), or t itself when `rows` is every row in order."""
-    if rows == list(range(t.shape[0])):
+    if len(rows) == t.shape[0] and rows == list(range(t.shape[0])):
         return t
     return t.index_select(0, torch.tensor(rows, device=t.device))
 
@@ -163,29 +183,32 @@ class FastSampler:
         """logits [B, V] -> LongTensor [B]: row i is req_ids[i]'s next token."""
         validate_sample_inputs(logits, req_ids, params, prev_tokens)
         x = penalized_fp32(logits, params, prev_tokens)                          # [B, V]
-        greedy, parts = self._parts(x, params)
+        greedy, window, select = self._parts(x, params)
         tokens = torch.empty(x.shape[0], dtype=torch.long, device=x.device)     # [B]
         if greedy:
             tokens[greedy] = torch.argmax(_take(x, greedy), dim=-1)              # step 2: torch's tie rule
-        for rows, e, cs, total, ids in parts:
+        if window:
+            rows, e, cs, total, ids = window
             u = self._uniforms([req_ids[i] for i in rows], [params[i] for i in rows], x.device)  # [n, 1]
-            pos = inverse_cdf(cs, total, u, e)                                   # [n, 1] window positions
-            tokens[rows] = (pos if ids is None else ids.gather(1, pos))[:, 0]    # [n] vocab ids
+            tokens[rows] = ids.gather(1, inverse_cdf(cs, total, u, e))[:, 0]     # [n] vocab ids
+        if select:
+            u = self._uniforms([req_ids[i] for i in select], [params[i] for i in select], x.device)  # [n, 1]
+            tokens[select] = self._select(x, select, params, u)[:, 0]            # steps 3-6 by selection
         return tokens
 
     def filtered_probs(self, logits, params, prev_tokens):
         """[B, V] float32: the distribution each row is drawn from (greedy rows: one-hot at the argmax)."""
         validate_sample_inputs(logits, list(range(logits.shape[0])), params, prev_tokens)
         x = penalized_fp32(logits, params, prev_tokens)                          # [B, V]
-        greedy, parts = self._parts(x, params)
+        greedy, window, select = self._parts(x, params)
         out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)        # [B, V]
         if greedy:
             out[greedy, torch.argmax(_take(x, greedy), dim=-1)] = 1.0
-        for rows, e, cs, total, ids in parts:
-            probs = e / total                                                    # [n, W] 0 outside the kept set
-            if ids is not None:
-                probs = torch.zeros(len(rows), x.shape[1], device=x.device).scatter_(1, ids, probs)  # [n, V]
-            out[rows] = probs
+        if window:
+            rows, e, cs, total, ids = window
+            out[rows] = torch.zeros(len(rows), x.shape[1], device=x.device).scatter_(1, ids, e / total)  # [n, V]
+        if select:
+            out[select] = self._select(x, select, params)                         # [n, V]
         return out
 
     def free(self, req_id):
@@ -214,67 +237,96 @@ class FastSampler:
         return self._shared[device]
 
     def _parts(self, x, params):
-        """Steps 2-5 for the batch: (greedy rows, [(rows, e, cs, total, ids or None), ...] for the others).
+        """Step 2 and the window: (greedy rows, the window's (rows, e, cs, total, ids) or None, selection rows).
 
-        Rows without a filter sample over V in vocab order; rows with top-k (and maybe top-p) share one
-        window of the widest need; top-p-only rows start at WINDOW, widen while a window can pay off, and
-        fall back to the full (stable) sort. Every path gives a row the same numbers.
+        A row with 0 < top_k <= WINDOW_K goes to the window, unless its k-th value ties the next one (the run
+        of ties may leave the window: it depends on the row alone); every other sampled row to the selection.
         """
-        batch, vocab = x.shape
-        dev = x.device
-        greedy, top_k_rows, top_p_rows, plain = [], [], [], []                   # step 2: who goes where
-        for i, p in enumerate(params):
+        vocab = x.shape[1]
+        greedy, window, select = [], [], []
+        for i, p in enumerate(params):                                           # step 2: who goes where
             if p.temperature < GREEDY_TEMPERATURE:
                 greedy.append(i)
-            elif 0 < p.top_k < vocab:
-                top_k_rows.append(i)
-            elif 0 < p.top_p < 1:
-                top_p_rows.append(i)
+            elif 0 < p.top_k <= WINDOW_K and p.top_k < vocab:
+                window.append(i)
             else:
-                plain.append(i)
-        ks = [p.top_k if 0 < p.top_k < vocab else 0 for p in params]
-        temp = torch.tensor([[max(p.temperature, GREEDY_TEMPERATURE)] for p in params], device=dev)  # [B, 1]
-        top_k = torch.tensor(ks, device=dev)[:, None]                                               # [B, 1]
-        top_p = torch.tensor([[p.top_p if 0 < p.top_p < 1 else INF] for p in params], device=dev)   # [B, 1]
-        row_mass = torch.zeros(batch, 1, device=dev)                                                # [B, 1]
-        parts, to_sort, todo = [], [], list(top_k_rows)
-        if plain:                                                                # no filter: vocab order
-            e = _take(x, plain) / _take(temp, plain)                             # [n, V] new: in place below
-            e = e.sub_(e.amax(-1, keepdim=True)).exp_()                          # [n, V] exp(z - max)
-            cs = prefix_sum(e)                                                   # [n, V]
-            parts.append((plain, e, cs, cs[:, -1:], None))
-        if top_p_rows:                                                           # top-p's 100 %: the whole row
-            z = _take(x, top_p_rows) / _take(temp, top_p_rows)                   # [n, V] new: in place below
-            mass = row_total(z.sub_(z.amax(-1, keepdim=True)).exp_())            # [n, 1]
-            row_mass[top_p_rows] = mass
-            hopeless = (_take(top_p, top_p_rows) * mass > vocab // SORT_FRACTION)[:, 0].tolist()  # e <= 1 each
-            to_sort += [i for i, h in zip(top_p_rows, hopeless) if h]
-            todo += [i for i, h in zip(top_p_rows, hopeless) if not h]
-        cap = max(vocab // SORT_FRACTION, 1)                                     # widest window worth a topk
-        needs = [ks[i] + 1 for i in top_k_rows] + ([WINDOW] if len(todo) > len(top_k_rows) else [])
-        width = min(vocab, max(needs, default=1))                                # top_k + 1: see a tie go on
-        while todo:
-            vals, ids = window_topk(_take(x, todo), width)                        # [n, W] the one pass over V
-            z, ids = canonical_window(vals / _take(temp, todo), ids)             # [n, W] temperature on W only
-            knobs = [_take(t, todo) for t in (top_k, top_p, row_mass)]           # [n, 1] each
-            e, cs, total, certain = filter_window(z, *knobs, complete=width == vocab)
-            if bool(certain.all()):
-                parts.append((todo, e, cs, total, ids))
-                break
-            ok = certain.tolist()
-            if any(ok):
-                done = [i for i, c in zip(todo, ok) if c]
-                parts.append((done, e[certain], cs[certain], total[certain], ids[certain]))
-            # the rest: a top-k tie run past the window -> sort; top-p -> a wider window while one can pay off
-            need = width + (knobs[1] * knobs[2] - cs[:, -1:]) / torch.exp(z[:, -1:] - z[:, :1])  # [n, 1] bound
-            rest = [(i, n) for i, n, c in zip(todo, need[:, 0].nan_to_num(INF).tolist(), ok) if not c]
-            to_sort += [i for i, n in rest if ks[i] > 0 or n > cap or width >= cap]
-            rest = [(i, n) for i, n in rest if not (ks[i] > 0 or n > cap or width >= cap)]
-            todo = [i for i, _ in rest]
-            width = min(cap, max([width * GROW] + [math.ceil(n) for _, n in rest]))
-        if to_sort:                                                              # the fallback: a full sort
-            to_sort.sort()
-            z, ids = torch.sort(_take(x, to_sort) / _take(temp, to_sort), dim=-1, descending=True, stable=True)
-            knobs = [_take(t, to_sort) for t in (top_k, top_p, row_mass)]
-            parts.append((to_sort, *filter_window(z, *knobs, complete=True)[:3], ids))
-        return greedy, parts
+                select.append(i)
+        part, spilled = self._window(x, window, params) if window else (None, [])
+        return greedy, part, sorted(select + spilled)
+
+    def _window(self, x, rows, params):
+        """Steps 3-5 in a [n, W] window: ((rows, e, cs, total, ids) or None, rows whose k-th value ties the next)."""
+        knobs = torch.tensor([[params[i].temperature, params[i].top_k, params[i].top_p if params[i].top_p < 1 else INF]
+                              for i in rows], device=x.device)                   # [n, 3] fp32
+        temp, top_k, top_p = knobs[:, :1], knobs[:, 1:2].long(), knobs[:, 2:]    # [n, 1] each
+        width = max(params[i].top_k for i in rows) + 1                           # top_k + 1: see a tie go on
+        vals, ids = window_topk(_take(x, rows), width)                           # [n, W] the one pass over V
+        z, spilled = vals / temp, []                                             # [n, W] temperature on W only
+        if bool((z[:, 1:] == z[:, :-1]).any()):                                  # ties somewhere:
+            z, ids = canonical_window(z, ids)                                    # ascending ids among equals
+            spill = (z.gather(1, top_k - 1) == z.gather(1, top_k))[:, 0]         # [n] k-th value ties the next:
+            if bool(spill.any()):                                                # the run may leave the window
+                flags = spill.tolist()
+                spilled = [i for i, s in zip(rows, flags) if s]
+                rows = [i for i, s in zip(rows, flags) if not s]
+                if not rows:
+                    return None, spilled
+                z, ids, top_k, top_p = z[~spill], ids[~spill], top_k[~spill], top_p[~spill]
+        e, cs, total, _ = filter_window(z, top_k, top_p, torch.zeros_like(top_p), complete=True)  # no tie at k:
+        return (rows, e, cs, total, ids), spilled                                # the kept set is in the window
+
+    def _select(self, x, rows, params, u=None):
+        """Steps 3-5 (and 6, given u [n, 1]) by selection: tokens [n, 1], or filtered probs [n, V] when u is None.
+
+        Every decision is an integer crossing (before < quota <= after) in the reference's order: top-k
+        (k > WINDOW_K) counts to the k-th value and weighs 0 below it; top-p cuts at the crossing token c of
+        ceil(top_p * mass) and keeps the tokens at or ahead of c; the draw is the crossing token of u * kept.
+        A few rows of a small vocabulary (n * V <= SORT_MAX) sort instead: the same integers, the same answer.
+        """
+        vocab, dev, n = x.shape[1], x.device, len(rows)
+        knobs = torch.tensor([[params[i].temperature, params[i].top_p if params[i].top_p < 1 else 0.0,
+                               params[i].top_k if 0 < params[i].top_k < vocab else 0] for i in rows],
+                             dtype=torch.float64, device=dev)                    # [n, 3] T, top_p (0 off), k
+        temp, xs = knobs[:, :1].float(), _take(x, rows)                          # [n, 1], [n, V]
+        ones = all(params[i].temperature == 1.0 for i in rows)
+        e, bucket, units = weights_and_buckets(xs if ones else xs / temp)       # [n, V] each; x / 1 == x
+        small = n * vocab <= SORT_MAX
+        if small:
+            z_s, order = torch.sort(xs if ones else xs / temp, dim=-1, descending=True, stable=True)  # [n, V]
+        k = knobs[:, 2:].long()                                                  # [n, 1] 0: off
+        cut_z = torch.full((n, 1), -INF, device=dev)                             # [n, 1] no cut: keep all
+        if bool((k > 0).any()):                                                  # top-k: the k-th value
+            if small:
+                z_k = z_s.gather(1, (k - 1).clamp(min=0))
+            else:
+                ones_ = k.clamp(min=1)                                           # rows without k: count to 1
+                z_k = select_crossing(xs, temp, bucket, None, bucket_cumsum(bucket, None), ones_)[1]
+            cut_z = torch.where(k > 0, z_k, cut_z)                               # [n, 1]
+            units = units.masked_fill((xs if ones else xs / temp) < cut_z, 0)    # [n, V] weight 0 below it
+        if small:
+            after_s = units.gather(1, order).cumsum(-1)                          # [n, V] exact: integers
+            total, cross = after_s[:, -1:], partial(_sorted_crossing, order, z_s, after_s)
+        else:
+            cum = bucket_cumsum(bucket, units)                                   # [n, NB]
+            total = cum[:, -1:]                                                  # [n, 1] in units
+        quota = (knobs[:, 1:2] * total).ceil().long()                            # [n, 1] 0: no top-p
+        if not small:
+            b_cut = bucket_of(cum, quota.clamp(min=1))                           # [n, 1]
+            wanted = torch.zeros(cum.shape, dtype=torch.bool, device=dev).scatter_(1, b_cut, quota > 0)
+            if u is not None:                                                    # the buckets the draw can reach:
+                below = torch.cat([cum.gather(1, b_cut), cum.gather(1, (b_cut - 1).clamp(min=0)) * (b_cut > 0)], 1)
+                kept = torch.where(quota > 0, total - below + torch.tensor([[1, 0]], device=dev), total)  # [n, 2]
+                reach = bucket_of(cum, torch.minimum((u * kept.double()).long() + 1, kept))  # [n, 2] low, high
+                cols = torch.arange(cum.shape[1], device=dev)                    # [NB]
+                wanted |= (cols >= reach[:, 1:]) & (cols <= reach[:, :1])
+            cross = partial(_listed_crossing, bucket_members(xs, temp, bucket, units, cum, wanted), total=total)
+        cut_id, z, kept = cross(quota)                                           # the top-p cut, per row
+        cut_z = torch.where(quota > 0, z, cut_z)                                 # [n, 1]
+        cut_id = torch.where(quota > 0, cut_id, vocab)                           # [n, 1] top-k ties: all kept
+        kept = torch.where(quota > 0, kept, total)                               # [n, 1] kept mass, in units
+        if u is not None:
+            return cross(torch.minimum((u * kept.double()).long() + 1, kept))[0]  # step 6: the draw
+        z = xs if ones else xs / temp
+        keep = (z > cut_z) | ((z == cut_z) & (torch.arange(vocab, device=dev) <= cut_id))   # [n, V]
+        mass = (kept.double() / 2.0 ** (62 - vocab.bit_length())).float()       # [n, 1] units -> weight
+        return torch.where(keep, e, 0.0) / mass                                  # [n, V] exact zeros outside

@@ -46,6 +46,27 @@ def test_quick_run_prints_a_table_with_every_method(capsys, tmp_path):
     assert png.exists() and png.stat().st_size > 1000
 
 
+def test_table_fits_100_columns_and_markdown_has_every_case():
+    results = [bench.run_case(name, batch, 256, mix, shape, repeat=1, budget_s=0.01)
+               for name, batch, _, mix, shape in bench.CASES[:3]]
+    text = bench.format_table(results)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    md = bench.format_table(results, markdown=True).splitlines()
+    assert md[0].startswith("| case |") and len(md) == 2 + len(results)
+    assert all(line.count("|") == md[0].count("|") for line in md)
+
+
+def test_default_cases_hold_the_small_mixed_batch_and_b1():
+    assert ("heterogeneous", 8, 4096, "mixed", "peaked") in bench.CASES
+    assert {mix for _, b, _, mix, _ in bench.CASES if b == 1} >= {"seed004", "top_p_only", "mixed"}
+
+
+def test_progress_is_one_line_per_step_when_not_a_terminal(capsys):
+    assert bench.main(["p08", "--quick", "--repeat", "1"]) == 0
+    err = capsys.readouterr().err                        # pytest's capture is not a terminal
+    assert "\r" not in err and len(err.strip().splitlines()) == len(bench.QUICK_CASES)
+
+
 def test_time_ms_returns_a_median_and_calls_fn():
     calls = []
     ms = bench.time_ms(lambda: calls.append(1), repeat=5, warmup=2)
