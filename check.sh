@@ -35,7 +35,7 @@ else
       exit 2
     fi
     echo "$STAMP" >"$VENV/.requirements.sha256"
-    (cd "$ROOT" && "$VENV/bin/python" -m course.notebook_setup >/dev/null 2>&1) || true   # widget state, nbstrip filter
+    (cd "$ROOT" && "$VENV/bin/python" -m course.notebook.notebook_setup >/dev/null 2>&1) || true   # widget state, nbstrip filter
     echo "check.sh: environment ready." >&2
   fi
   PY="$VENV/bin/python"

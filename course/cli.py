@@ -7,7 +7,8 @@ import signal
 import sys
 from pathlib import Path
 
-from course import hints, problems, report, state
+from course import hints, problems, state
+from course.grader import report
 from course.lang import pick
 from course.problems import ROOT
 
@@ -74,8 +75,8 @@ def grade(args, outcome: dict | None = None) -> int:
     """Grade and print the report; outcome, if given, gets 'first_failed': (title, hint line) or None."""
     import torch
 
-    from course.checks import checks_for
-    from course.grader import grade as run_checks
+    from course.grader.checks import checks_for
+    from course.grader.runner import grade as run_checks
     from course.loader import relpath
 
     problem = problems.get(args.problem)
@@ -127,7 +128,7 @@ def grade(args, outcome: dict | None = None) -> int:
 
 def watch(args) -> int:
     """Grade now and after every save of the graded file, until Ctrl-C."""
-    from course import watch as watching
+    from course.grader import watch as watching
     from course.loader import relpath
 
     impl = impl_path(args)
@@ -171,7 +172,7 @@ def main(argv=None) -> int:
         if argv[0] == "list":
             return list_problems(lang)
         if argv[0] == "mutation":                    # for course authors: cosmic-ray with the grader as oracle
-            from course import mutation
+            from course.grader import mutation
             return mutation.main(argv[1:])
         if argv[0] == "test":
             os.chdir(ROOT)

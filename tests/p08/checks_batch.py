@@ -1,7 +1,7 @@
 """Acceptance check I1: batch invariance. A seeded request's tokens are the same alone and inside shuffled,
 changing batches; when they are not, the scenario that fails (and a smaller one that passes) names the cause."""
 from course import drive, oracle
-from course.checks import Fail, check, params_text
+from course.grader.checks import Fail, check, params_text
 
 BOTH = ("p08", "p08-fast")
 

@@ -5,7 +5,7 @@ import math
 import torch
 
 from course import oracle
-from course.checks import Fail, check, params_text
+from course.grader.checks import Fail, check, params_text
 from tests.p08 import diagnose
 
 BOTH = ("p08", "p08-fast")

@@ -5,7 +5,7 @@ import math
 import torch
 
 from course import oracle
-from course.checks import Fail, check, fmt_vec, params_text
+from course.grader.checks import Fail, check, fmt_vec, params_text
 from tests.p08 import diagnose
 from tests.p08.checks_invariants import runs_at
 

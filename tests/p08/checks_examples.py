@@ -4,7 +4,7 @@ import math
 import torch
 
 from course import oracle
-from course.checks import Fail, check, fmt_set, fmt_vec, params_text
+from course.grader.checks import Fail, check, fmt_set, fmt_vec, params_text
 from tests.p08 import diagnose
 
 PROBS = [0.5, 0.25, 0.15, 0.1]                       # the worked example's distribution at T = 1

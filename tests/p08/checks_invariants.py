@@ -3,7 +3,7 @@ import copy
 
 import torch
 
-from course.checks import Fail, check, fmt_vec, params_text
+from course.grader.checks import Fail, check, fmt_vec, params_text
 from tests.p08 import diagnose
 
 BOTH = ("p08", "p08-fast")

@@ -6,7 +6,7 @@ import math
 import torch
 
 from course import oracle
-from course.checks import Fail, check, params_text
+from course.grader.checks import Fail, check, params_text
 from tests.p08 import diagnose
 from tests.p08.checks_contract import WRONG_ORDERS, kept_set_in_order
 from tests.p08.checks_edges import draws_of

@@ -3,7 +3,7 @@ distribution (6 standard deviations, fixed seeds)."""
 import torch
 
 from course import oracle
-from course.checks import Fail, check, fmt_vec, params_text
+from course.grader.checks import Fail, check, fmt_vec, params_text
 from course.loader import load_module
 from tests.p08 import diagnose
 from tests.p08.checks_examples import E3_ROW, LOG_PROBS, expect_distribution

@@ -15,7 +15,7 @@ import math
 import torch
 
 from course import oracle
-from course.checks import Fail, fmt_set, fmt_vec
+from course.grader.checks import Fail, fmt_set, fmt_vec
 
 GREEDY = 1e-5
 

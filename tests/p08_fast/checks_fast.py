@@ -6,7 +6,7 @@ import random
 import torch
 
 from course import oracle, problems
-from course.checks import Fail, check, fmt_set, fmt_vec, params_text
+from course.grader.checks import Fail, check, fmt_set, fmt_vec, params_text
 from course.loader import load_solution
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
 
@@ -208,7 +208,7 @@ def f4_bitwise_batch_invariance(ctx):
        "speed: faster than the reference loop and the full-vocab sort, measured in the same run (seed 004's case)",
        hint=("p08-fast", 1, "q1"), problems=FAST)
 def f5_speed_against_reference_loop(ctx):
-    from course.baselines import FullSortSampler
+    from course.bench.baselines import FullSortSampler
     from course.bench import time_many
 
     ref = load_solution(problems.get("p08"))

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from course.checks import Fail, check, params_text
+from course.grader.checks import Fail, check, params_text
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
 from tests.p08_fast.checks_fast import fast_probs
 

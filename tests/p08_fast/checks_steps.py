@@ -16,7 +16,7 @@ import math
 import torch
 
 from course import oracle, problems
-from course.checks import Fail, _noting, check, describe, fmt_num, fmt_set, params_text
+from course.grader.checks import Fail, _noting, check, describe, fmt_num, fmt_set, params_text
 from course.loader import load_solution
 
 FAST = ("p08-fast",)

@@ -2,8 +2,8 @@
 from pathlib import Path
 
 from course import problems
-from course.checks import checks_for
-from course.grader import grade_in_process
+from course.grader.checks import checks_for
+from course.grader.runner import grade_in_process
 
 
 def mutate(problem_name: str, mutant, folder: Path) -> Path:

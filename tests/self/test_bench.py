@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from course import bench
-from course.baselines import (ROOT, BlogSampler, FullSortSampler, fast_sampler, load_module, logits_floor,
+from course.bench.baselines import (ROOT, BlogSampler, FullSortSampler, fast_sampler, load_module, logits_floor,
                               reference_sampler)
 from course.sampling_params import SamplingParams
 

@@ -3,7 +3,7 @@
 Both notebooks (the sampler in Chinese, the fast path in English) run all their cells; a slider moves, the
 re-run and hint buttons are clicked, the plots must change, and the browser console must stay free of
 errors. Then the notebook is saved, its kernel shut down and the page reloaded: with the widget-state
-setting (course/notebook_setup.py) the panels come back instead of "Error displaying widget".
+setting (course/notebook/notebook_setup.py) the panels come back instead of "Error displaying widget".
 Needs Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and `pip install playwright`; skipped, naming
 what is missing, otherwise. The notebooks run on copies in a temporary folder: the repo stays clean.
 Screenshots go to $COURSE_SCREENSHOTS when set.

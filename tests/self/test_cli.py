@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from course import problems
-from course.checks import checks_for
+from course.grader.checks import checks_for
 from course.problems import ROOT
 
 HOSTILE = Path(__file__).parent / "hostile"

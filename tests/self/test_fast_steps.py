@@ -5,7 +5,7 @@ import ast
 import pytest
 
 from course import problems
-from course.checks import checks_for
+from course.grader.checks import checks_for
 from tests.self.helpers import mutate, run
 from tests.self.mutants_fast_steps import FAST_STEPS
 

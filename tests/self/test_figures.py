@@ -32,7 +32,7 @@ def test_no_missing_glyphs_and_labels_in_the_right_language(lang):
 
 
 def test_fig_text_falls_back_to_english_without_a_chinese_font(monkeypatch):
-    monkeypatch.setattr("course.plotting.cjk_font", lambda: None)
+    monkeypatch.setattr("course.notebook.plotting.cjk_font", lambda: None)
     assert cw.fig_text("zh", "概率", "probability") == "probability"
     assert cw.fig_text("en", "概率", "probability") == "probability"
 

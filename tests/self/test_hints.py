@@ -5,7 +5,7 @@ import re
 import pytest
 
 from course import hints, problems
-from course.checks import checks_for
+from course.grader.checks import checks_for
 from course.problems import ROOT
 from tests.self.test_cli import check_sh
 
@@ -38,7 +38,7 @@ def hint_refs_in_checks():
     for problem in problems.problems().values():
         for c in checks_for(problem):
             refs.add((c.hint.problem, c.hint.level, c.hint.anchor))
-    for path in list((ROOT / "tests").glob("p08*/*.py")) + [ROOT / "course" / "checks.py"]:
+    for path in list((ROOT / "tests").glob("p08*/*.py")) + [ROOT / "course" / "grader" / "checks.py"]:
         for prob, level, anchor in re.findall(r'\("(p08(?:-fast)?)", (\d), "([\w-]+)"\)', path.read_text()):
             refs.add((prob, int(level), anchor))
     return sorted(refs)

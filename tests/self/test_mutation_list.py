@@ -4,7 +4,8 @@ import tomllib
 
 import pytest
 
-from course import mutation, problems
+from course import problems
+from course.grader import mutation
 
 DATA = tomllib.loads(mutation.EQUIVALENTS.read_text(encoding="utf-8"))
 ENTRIES = [(name, e) for name in DATA for e in DATA[name]]

@@ -1,13 +1,14 @@
-"""The Chinese and English notebooks are built from one source (course/nbsource.py), so their code cells
-never drift; the git clean filter (course/nbstrip.py) keeps run notebooks byte-identical to the committed
-ones; course/notebook_setup.py ships the widget-state setting and the filter."""
+"""The Chinese and English notebooks are built from one source (course/notebook/nbsource.py), so their code cells
+never drift; the git clean filter (course/notebook/nbstrip.py) keeps run notebooks byte-identical to the committed
+ones; course/notebook/notebook_setup.py ships the widget-state setting and the filter."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-from course import nbsource, nbstrip, notebook_setup, problems
+from course import problems
+from course.notebook import nbsource, nbstrip, notebook_setup
 
 
 @pytest.mark.parametrize("target", nbsource.targets(), ids=lambda t: f"{t[2].parent.name}/{t[2].name}")
@@ -16,7 +17,7 @@ def test_committed_notebook_is_what_its_source_builds(target):
     built = nbsource.build(src.read_text(encoding="utf-8"), lang, path.stem)
     assert path.read_text(encoding="utf-8") == built, \
         f"{path.relative_to(nbsource.ROOT)} is out of sync with {src.relative_to(nbsource.ROOT)}: " \
-        "edit the source, then run python -m course.nbsource"
+        "edit the source, then run python -m course.notebook.nbsource"
 
 
 @pytest.mark.parametrize("name", list(problems.problems()))
@@ -65,10 +66,10 @@ def test_strip_removes_outputs_widget_state_and_metadata_only():
 
 def test_strip_runs_as_a_git_filter_with_plain_python3():
     clean = nbsource.build("%% code\nx = 1\n", "zh", "t")
-    run = subprocess.run([sys.executable, str(nbsource.ROOT / "course" / "nbstrip.py")], input=clean.encode("utf-8"),
+    run = subprocess.run([sys.executable, str(nbsource.ROOT / "course" / "notebook" / "nbstrip.py")], input=clean.encode("utf-8"),
                          capture_output=True, check=True)
     assert run.stdout.decode("utf-8") == clean
-    broken = subprocess.run([sys.executable, str(nbsource.ROOT / "course" / "nbstrip.py")], input=b"<<<<<<< HEAD",
+    broken = subprocess.run([sys.executable, str(nbsource.ROOT / "course" / "notebook" / "nbstrip.py")], input=b"<<<<<<< HEAD",
                             capture_output=True, check=True)
     assert broken.stdout == b"<<<<<<< HEAD"                            # not JSON: passed through untouched
 
@@ -94,5 +95,5 @@ def test_setup_installs_the_git_filter_in_a_clone(tmp_path):
     assert notebook_setup.git_filter(tmp_path)
     value = subprocess.run(["git", "-C", str(tmp_path), "config", "filter.nbstrip.clean"], capture_output=True,
                            text=True, check=True).stdout.strip()
-    assert value == "python3 course/nbstrip.py"
+    assert value == "python3 course/notebook/nbstrip.py"
     assert not notebook_setup.git_filter(tmp_path / "nowhere")

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from course import bench, oracle
-from course.baselines import ROOT, load_module
+from course.bench.baselines import ROOT, load_module
 from course.selection import top_p_buckets
 
 FAST = load_module(ROOT / "solutions" / "p08_sampler_fast.py")

@@ -4,7 +4,7 @@ import pytest
 
 from course import problems
 from course.loader import load_module, load_solution
-from course.simulate import simulate
+from course.bench.simulate import simulate
 from tests.self import mutants
 from tests.self.helpers import mutate
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from course import watch
+from course.grader import watch
 from course.problems import ROOT, get
 
 

@@ -1,9 +1,9 @@
-"""One-time notebook setup for a clone (idempotent): `python -m course.notebook_setup`.
+"""One-time notebook setup for a clone (idempotent): `python -m course.notebook.notebook_setup`.
 
 1. Saves ipywidgets' state with the notebook (JupyterLab setting "Save Jupyter widget state in notebooks",
    written as an override for this environment's JupyterLab), so a reopened notebook shows its panels as they
    were instead of "Error displaying widget: model not found" (re-run a panel's cell to make it live again).
-2. Routes notebooks/**/*.ipynb through course/nbstrip.py as a git clean filter (.gitattributes names it,
+2. Routes notebooks/**/*.ipynb through course/notebook/nbstrip.py as a git clean filter (.gitattributes names it,
    this writes its command into .git/config): running and saving a notebook leaves `git status` clean, and
    pulling a course update never conflicts with your outputs.
 """
@@ -12,9 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WIDGETS_PLUGIN = "@jupyter-widgets/jupyterlab-manager:plugin"
-FILTER = {"filter.nbstrip.clean": "python3 course/nbstrip.py", "filter.nbstrip.smudge": "cat"}
+FILTER = {"filter.nbstrip.clean": "python3 course/notebook/nbstrip.py", "filter.nbstrip.smudge": "cat"}
 
 
 def overrides_path(prefix=sys.prefix) -> Path:

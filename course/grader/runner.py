@@ -62,7 +62,7 @@ def _result(event: dict, seconds: float) -> Result:
 class _Worker:
     def __init__(self, problem, impl, device, lang, ids):
         self.stderr = tempfile.TemporaryFile()
-        cmd = [sys.executable, "-m", "course.worker", "--problem", problem, "--impl", str(impl),
+        cmd = [sys.executable, "-m", "course.grader.worker", "--problem", problem, "--impl", str(impl),
                "--device", device, "--lang", lang, "--checks", ",".join(ids)]
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    PYTHONDONTWRITEBYTECODE="1")
@@ -163,7 +163,7 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
 
 def grade_in_process(problem, impl, ids, device: str = "cpu", lang: str = "en") -> dict:
     """Run checks in this process (no time limit): {check id: Result}. For the self-tests and notebooks."""
-    from course.worker import run
+    from course.grader.worker import run
 
     events = []
     run(problem.name, str(impl), device, lang, list(ids), events.append)

@@ -4,9 +4,9 @@ A source file notebooks/src/<name>.nb is a list of blocks, each opened by a mark
     %% md      a markdown cell in Chinese; the next block MUST be its English twin:
     %% en      the same cell in English
     %% code    a code cell, identical in both notebooks ({{LANG}} becomes "zh" or "en")
-So code cells never drift between the languages. `python -m course.nbsource` rewrites the notebooks;
+So code cells never drift between the languages. `python -m course.notebook.nbsource` rewrites the notebooks;
 `--check` exits 1 when a committed notebook differs from its source (the self-tests check the same).
-Output is canonical: no outputs, fixed ids, the JSON layout Jupyter itself writes (course/nbstrip.py keeps
+Output is canonical: no outputs, fixed ids, the JSON layout Jupyter itself writes (course/notebook/nbstrip.py keeps
 a notebook saved after a run byte-identical to this).
 """
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from course.nbstrip import METADATA, dumps
+from course.notebook.nbstrip import METADATA, dumps
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LANGS = ("zh", "en")
 
 

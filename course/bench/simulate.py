@@ -4,7 +4,7 @@ Requests arrive at random steps with mixed params, run for random lengths, are f
 their ids are reused by later requests, and the batch order is shuffled at every step. Afterwards each
 seeded request is replayed alone in a fresh sampler: its tokens must be the same, step for step.
 
-    python -m course.simulate --sampler fast --steps 3000          # the demo
+    python -m course.bench.simulate --sampler fast --steps 3000          # the demo
 """
 from __future__ import annotations
 

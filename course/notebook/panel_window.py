@@ -12,7 +12,7 @@ import torch
 from matplotlib.figure import Figure
 
 from course.lang import pick
-from course.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
+from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
 
 WINDOW, GROW, SORT_FRACTION = 64, 8, 8   # the solution's defaults at the time of writing
 VOCAB = 4096

@@ -2,7 +2,7 @@
 
 Results go to the parent as JSON lines on the original stdout; whatever the learner's code prints is
 captured per check (fd-level, so C extensions are caught too) and never mixed into the report.
-Run by course.grader, not by hand.
+Run by course.grader.runner, not by hand.
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ _TODO = re.compile(r"(?P<problem>p08(?:-fast)?) step (?P<step>\d+) (?P<name>[\w.
 
 def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
     """Turn an exception raised during a check into a result: todo, missing, fail or error."""
-    from course.checks import Fail, Missing
+    from course.grader.checks import Fail, Missing
     from course.lang import pick
     from course.loader import relpath
 
@@ -103,7 +103,7 @@ def run(problem_name: str, impl: str, device: str, lang: str, ids: list, emit) -
 
 def _run(problem_name, impl, device, lang, ids, emit) -> None:
 
-    from course.checks import Ctx, checks_for
+    from course.grader.checks import Ctx, checks_for
     from course.loader import TorchState, load_module
     from course.problems import get
 

@@ -3,8 +3,8 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from course.panel_filter import WORKED_PROBS, filter_steps
-from course.plotting import BEFORE_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text
+from course.notebook.panel_filter import WORKED_PROBS, filter_steps
+from course.notebook.plotting import BEFORE_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text
 
 BATCHES = [["A", "q"], ["B", "C", "q"]]   # q's batches at two steps
 

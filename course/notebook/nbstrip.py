@@ -1,9 +1,9 @@
 """git clean filter for the notebooks: outputs, execution counts, cell and widget metadata go; the rest stays.
 
-Installed by `python -m course.notebook_setup` (a `filter.nbstrip` entry in .git/config; .gitattributes
+Installed by `python -m course.notebook.notebook_setup` (a `filter.nbstrip` entry in .git/config; .gitattributes
 routes notebooks/**/*.ipynb through it). A notebook that was only run and saved is then byte-identical to
 the committed one: `git status` stays clean, and pulling a course update never conflicts with your outputs.
-Standard library only, so any python3 can run it: `python3 course/nbstrip.py < in.ipynb > out.ipynb`.
+Standard library only, so any python3 can run it: `python3 course/notebook/nbstrip.py < in.ipynb > out.ipynb`.
 """
 import json
 import sys

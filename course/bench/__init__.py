@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from course.baselines import BlogSampler, FullSortSampler, fast_sampler, logits_floor, reference_sampler
+from course.bench.baselines import BlogSampler, FullSortSampler, fast_sampler, logits_floor, reference_sampler
 from course.sampling_params import SamplingParams
 
 METHODS = ("reference", "full_sort", "blog", "fast", "floor")
@@ -224,7 +224,7 @@ def main(argv=None):
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no GPU")
     if args.soak:
-        from course import simulate
+        from course.bench import simulate
         codes = [simulate.main(["--sampler", name, "--steps", str(args.soak), "--vocab", "4096", "--device", args.device])
                  for name in ("reference", "fast")]
         return max(codes)

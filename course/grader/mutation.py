@@ -1,6 +1,6 @@
 """Mutation testing of the grader: cosmic-ray mutates a solution, the grader is the oracle (for authors).
 
-    python -m course.mutation p08          (or p08-fast; ./check.sh mutation p08 does the same)
+    python -m course.grader.mutation p08          (or p08-fast; ./check.sh mutation p08 does the same)
 
 cosmic-ray (installed on first use) makes every mutant of a copy of the solution and runs, for each, a
 test command that grades it. A mutant the grader fails is killed; one it passes survives, and must then be
@@ -34,7 +34,7 @@ CHILD_LIMIT_S = 240
 # ---- the oracle: a fork server and its client --------------------------------------------------------
 def _grade_child(problem, impl: str, ids: list) -> int:
     """In a forked child: run the checks on impl, stop at the first that does not pass. 0 = all passed."""
-    from course.worker import run
+    from course.grader.worker import run
 
     failed = []
 
@@ -58,8 +58,8 @@ def serve(problem_name: str, sock_path: str) -> None:
     """Answer 'grade FILE' requests on a unix socket with '0' (passes every check) or '1' (killed)."""
     import torch
 
-    from course.checks import checks_for
-    from course.grader import grade_in_process
+    from course.grader.checks import checks_for
+    from course.grader.runner import grade_in_process
 
     torch.set_num_threads(1)
     problem = get(problem_name)
@@ -125,14 +125,14 @@ def run(problem_name: str, out_dir: Path) -> dict:
     target = work / problem.path("solution").name
     shutil.copy(problem.path("solution"), target)
     sock = str(work / "oracle.sock")
-    server = subprocess.Popen([sys.executable, "-m", "course.mutation", "--serve", problem_name, sock], cwd=ROOT,
+    server = subprocess.Popen([sys.executable, "-m", "course.grader.mutation", "--serve", problem_name, sock], cwd=ROOT,
                               env=dict(os.environ, PYTHONPATH=str(ROOT)))
     while not os.path.exists(sock):
         if server.poll() is not None:
             raise SystemExit("the oracle server did not start")
         time.sleep(0.2)
     config = work / "cr.toml"
-    command = f"{sys.executable} -m course.mutation --ask {sock} {target}"
+    command = f"{sys.executable} -m course.grader.mutation --ask {sock} {target}"
     config.write_text(f'[cosmic-ray]\nmodule-path = "{target}"\ntimeout = {CHILD_LIMIT_S + 30}.0\nexcluded-modules = []\n'
                       f'test-command = "{command}"\n[cosmic-ray.distributor]\nname = "local"\n', encoding="utf-8")
     session = out_dir / f"{problem_name}.sqlite"

@@ -12,7 +12,7 @@ The fast path in solutions/p08_sampler_fast.py may implement this differently; t
 import torch
 from matplotlib.figure import Figure
 
-from course.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text
+from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text
 
 FRAC_BITS = 40   # fixed point: an e below 2^-40 counts as 0 (its whole bucket is far below any top_p cut)
 

@@ -3,7 +3,7 @@ import torch
 from matplotlib.figure import Figure
 
 from course import oracle
-from course.plotting import BEFORE_COLOR, fig_text
+from course.notebook.plotting import BEFORE_COLOR, fig_text
 
 
 def empirical_histogram(module, row, params, draws=4000, prev_tokens=(), lang="en"):

@@ -8,9 +8,9 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from course.impl_choice import choose_impl, impl_label
+from course.notebook.impl_choice import choose_impl, impl_label
 from course.lang import pick
-from course.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
+from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
 from course.sampling_params import GREEDY_TEMPERATURE
 
 WORKED_PROBS = [0.5, 0.25, 0.15, 0.1]   # the seed page's worked example

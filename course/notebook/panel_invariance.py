@@ -1,13 +1,13 @@
 """Panel 2 of the P08 notebook: request q (seed 7) alone vs inside shuffled, changing batches, for the
-learner's sampler and for a shared-generator sampler that is wrong on purpose (course/demo_samplers.py)."""
+learner's sampler and for a shared-generator sampler that is wrong on purpose (course/notebook/demo_samplers.py)."""
 import ipywidgets as W
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from course.demo_samplers import invariance_runs
-from course.impl_choice import choose_impl, impl_label
+from course.notebook.demo_samplers import invariance_runs
+from course.notebook.impl_choice import choose_impl, impl_label
 from course.lang import pick
-from course.plotting import fig_text, render_png
+from course.notebook.plotting import fig_text, render_png
 
 
 def peers_of(run) -> list:
