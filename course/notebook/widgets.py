@@ -1,4 +1,4 @@
-"""The notebooks' panels and figures, one import for the notebooks: `from course import widgets as cw`.
+"""The notebooks' panels and figures, one import for the notebooks: `from course.notebook import widgets as cw`.
 
 Each concept lives in its own module; every panel is built by a plain function returning its widgets and a
 matplotlib Figure (re-rendered into an ipywidgets Image on each change), so tests drive it without a kernel:

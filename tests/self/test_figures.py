@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from course import widgets as cw  # noqa: E402
+from course.notebook import widgets as cw  # noqa: E402
 from course.sampling_params import SamplingParams  # noqa: E402
 
 

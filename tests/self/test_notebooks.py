@@ -15,8 +15,9 @@ import torch  # noqa: E402
 from matplotlib.colors import to_rgba  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
-from course import hints, nbstrip, oracle, problems  # noqa: E402
-from course import widgets as cw  # noqa: E402
+from course import hints, oracle, problems  # noqa: E402
+from course.notebook import nbstrip  # noqa: E402
+from course.notebook import widgets as cw  # noqa: E402
 from course.loader import load_module  # noqa: E402
 from course.sampling_params import SamplingParams  # noqa: E402
 

@@ -8,7 +8,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from course import problems  # noqa: E402
-from course import widgets as cw  # noqa: E402
+from course.notebook import widgets as cw  # noqa: E402
 from course.loader import load_module  # noqa: E402
 
 REFERENCE = load_module(problems.get("p08").path("solution"))
