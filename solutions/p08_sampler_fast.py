@@ -21,7 +21,7 @@ from functools import partial
 import torch
 
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs
-from course.selection import (_exp_, bucket_cumsum, bucket_members, bucket_of, crossing, select_crossing,
+from course.selection import (bucket_cumsum, bucket_members, bucket_of, crossing, select_crossing,
                               weights_and_buckets)
 
 __all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "window_topk", "canonical_window", "prefix_sum",
@@ -124,7 +124,7 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     (kept unnormalised probs, exactly 0 elsewhere), cs [n, W] (prefix sums of the window's exp), total
     [n, 1] (the kept mass) and certain [n] (the window holds the whole kept set; if not: widen, or select).
     """
-    e = _exp_(z - z[:, :1])                                                      # [n, W]; z[:, 0] is the max
+    e = torch.exp(z - z[:, :1])                                                  # [n, W]; z[:, 0] is the max
     cs = prefix_sum(e)                                                           # [n, W] entry j: W-independent
     kth = torch.where(top_k > 0, z.gather(1, (top_k - 1).clamp(min=0)), -INF)   # [n, 1] the k-th largest
     n_top_k = (z >= kth).sum(-1, keepdim=True)                                   # [n, 1] top-k keeps a prefix
