@@ -28,16 +28,19 @@ def _exp_(t):
     return t.exp_()
 
 
-def weights_and_buckets(z):
+def weights_and_buckets(z, out=None):
     """z [n, V] -> e = exp(z - max) [n, V], bucket [n, V] int64 (grows with e), units [n, V] int64.
 
     bucket = e's float bits >> 16: a log-scale histogram bin (exponent and 7 mantissa bits); units = floor(e *
     2**(62 - V.bit_length())): fixed-point weights whose int64 sums are exact (< 2**62), in any order.
+    out: optional buffers (e, bucket, units, scratch fp32), reused across calls (fresh 10-100 MB tensors
+    cost page faults that can exceed the arithmetic on a CPU).
     """
-    e = _exp_(torch.sub(z, z.amax(-1, keepdim=True)))                            # [n, V] in [0, 1], max -> 1
-    bucket = torch.bitwise_right_shift(e.view(torch.int32), BUCKET_SHIFT,
-                                       out=torch.empty(e.shape, dtype=torch.long, device=e.device))  # [n, V]
-    units = (e * 2.0 ** (62 - e.shape[-1].bit_length())).long()                 # [n, V] fixed point
+    e, bucket, units, scratch = out or (torch.empty_like(z), *(torch.empty(z.shape, dtype=torch.long,
+                                        device=z.device) for _ in range(2)), torch.empty_like(z))
+    _exp_(torch.sub(z, z.amax(-1, keepdim=True), out=e))                         # [n, V] in [0, 1], max -> 1
+    torch.bitwise_right_shift(e.view(torch.int32), BUCKET_SHIFT, out=bucket)     # [n, V]
+    units.copy_(torch.mul(e, 2.0 ** (62 - e.shape[-1].bit_length()), out=scratch))  # [n, V] floor: fixed point
     return e, bucket, units
 
 

@@ -178,6 +178,7 @@ class FastSampler:
     def __init__(self):
         self._seeded = {}   # req_id -> torch.Generator, created on first draw, dropped by free()
         self._shared = {}   # device -> torch.Generator shared by the unseeded requests
+        self._buffers = {}  # (n, V, device) -> the selection's [n, V] work tensors, reused (no page faults)
 
     def sample(self, logits, req_ids, params, prev_tokens):
         """logits [B, V] -> LongTensor [B]: row i is req_ids[i]'s next token."""
@@ -229,6 +230,18 @@ class FastSampler:
             generator = self._shared_generator(device) if p.seed is None else self._seeded[req_id]
             draws.append(torch.rand(1, generator=generator, dtype=torch.float64, device=device))
         return torch.cat(draws)[:, None]
+
+    def _work(self, n, vocab, device):
+        """Buffers (e, bucket, units, scratch) [n, V] for the selection, kept for the last few shapes up to 16M."""
+        key = (n, vocab, str(device))
+        if key not in self._buffers:
+            if n * vocab > 1 << 24:
+                return None                                                      # too big to keep around
+            while len(self._buffers) >= 4:
+                self._buffers.pop(next(iter(self._buffers)))
+            self._buffers[key] = (torch.empty(n, vocab, device=device), *(torch.empty(n, vocab, dtype=torch.long,
+                                  device=device) for _ in range(2)), torch.empty(n, vocab, device=device))
+        return self._buffers[key]
 
     def _shared_generator(self, device):
         """The unseeded requests' generator on `device`, seeded from torch.initial_seed() like the reference."""
@@ -289,7 +302,7 @@ class FastSampler:
                              dtype=torch.float64, device=dev)                    # [n, 3] T, top_p (0 off), k
         temp, xs = knobs[:, :1].float(), _take(x, rows)                          # [n, 1], [n, V]
         ones = all(params[i].temperature == 1.0 for i in rows)
-        e, bucket, units = weights_and_buckets(xs if ones else xs / temp)       # [n, V] each; x / 1 == x
+        e, bucket, units = weights_and_buckets(xs if ones else xs / temp, self._work(n, vocab, dev))  # x / 1 == x
         small = n * vocab <= SORT_MAX
         if small:
             z_s, order = torch.sort(xs if ones else xs / temp, dim=-1, descending=True, stable=True)  # [n, V]
