@@ -82,9 +82,10 @@ FAST_STEPS = [
            (("e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0)",
              "e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0).clamp_min(1e-9)"),),
            "blog bug 2 inside the window", "exactly 0 after"),
-    # step 5: the whole filter, ties
-    Mutant("ties_in_topk_order_whole_sampler", "T5.filtered_probs", IDENTITY_CANONICAL,
-           "no canonical tie order: the kept tied ids change with the peers", "keep the lowest token ids"),
+    # step 5: filtered_probs
+    Mutant("filtered_probs_not_normalised", "T5.filtered_probs",
+           (("scatter_(1, ids, e / total)", "scatter_(1, ids, e)"),),
+           "window rows report the kept weights exp(z - max), not divided by the kept mass", "expected"),
     # step 6: the draw
     Mutant("inverse_cdf_at_or_above", "T6.inverse_cdf",
            (("first = _first_true((cs > u * total) & has_mass)", "first = _first_true((cs >= u * total) & has_mass)"),),
