@@ -73,10 +73,18 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
                         f"{leak}: one row's filtering or penalty depends on the other rows (a batch-wide k, p or max, or mixed "
                         f"histories), not a matter of random numbers")
             hint = ("p08", 2, "traps")
+        elif traffic.leave > 0 and first_mismatch(ctx, group, drive.Traffic(traffic.make_params, traffic.max_peers,
+                                                                            traffic.join, 0.0, traffic.sit_out), n, vocab) is None:
+            why = ctx.t("同伴不离开（不调用 free）时没问题：free(某个同伴) 影响到了别的请求；free 只能删掉那一个 req_id 的 generator",
+                        "with peers that never leave (no free) it passes: free(a peer) changed another request; free must "
+                        "drop that one req_id's generator and nothing else")
+            hint = ("p08", 1, "q6")
         else:
-            why = ctx.t("带 seed 的请求只能消费它自己的 generator：不能整批共用一个、不能按 seed 共用、不能对 [B, V] 调一次 multinomial",
-                        "a seeded request may only draw from its own generator: not one for the batch, not one per seed, "
-                        "not one multinomial over [B, V]")
+            why = ctx.t("抽到的仍是这一行自己的参数允许的 token，却随同伴变了：带 seed 的请求只能从它自己的 generator 抽，而且每步消耗的随机数不能取决于"
+                        "这个 batch（不能整批共用一个、不能按 seed 共用、不能对 [B, V] 调一次 multinomial、不能按最宽的行取窗口）",
+                        "the token is still one its own params allow, yet it changed with the peers: a seeded request draws only from its own generator, and "
+                        "the randomness it consumes must not depend on the batch (not one generator for the batch, not one "
+                        "per seed, not one multinomial over [B, V], not a draw over a width set by the widest row)")
             unseeded_peer = name == "one unseeded peer"
             if unseeded_peer:
                 why += ctx.t("（这里唯一的同伴没有 seed：没 seed 的请求用共享 generator，不能动到带 seed 的）",

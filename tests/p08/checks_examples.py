@@ -298,6 +298,12 @@ def e3_alone_vs_mixed(ctx):
     mixed = run(sampler, 6, with_peers=True)
     if mixed != alone:
         step = next(i for i, (a, b) in enumerate(zip(alone, mixed)) if a != b)
+        if batches[step] == ["q"] and step == 0:          # no peer yet: the second sampler object was not fresh
+            raise Fail(f"q (seed=7) alone: {alone}; in a second {ctx.sampler_name}: {mixed}; they differ at step 0, where q is alone",
+                       ctx.t("第二个 sampler 的第一步就不同，那时还没有同伴：generator 存在类属性或模块全局变量里，被所有 sampler 共用",
+                             "the second sampler differs at step 0, before any peer: the generators live in a class attribute "
+                             "or a module-level variable, shared by all samplers"), hint=("p08", 1, "q6"),
+                       where=f"{ctx.sampler_name}.sample")
         raise Fail(f"q (seed=7) alone: {alone}; mixed: {mixed}; first difference at step {step}, batch {batches[step]}",
                    ctx.t("同一个 seed 的请求，结果不能随 batch 里的别人变化：每个请求要用自己的 generator",
                          "a seeded request's tokens must not depend on its peers: each request needs its own generator"),

@@ -79,6 +79,18 @@ def i5_stream_continuity_and_reset(ctx):
                    ctx.t("没有 seed 的请求共用 sampler 的一个 generator，一个接一个地消费它；不能各自用同一个常数 seed 新建",
                          "unseeded requests share the sampler's one generator, consuming it in turn; they must not each get "
                          "a generator made with the same constant seed"), where=method)
+    after = []
+    for calls in (1, 20):                                         # the shared generator is the sampler's, not torch's
+        torch.manual_seed(5)
+        own = ctx.sampler()
+        for _ in range(calls):
+            ctx.sample(own, flat, ["u"], [ctx.params()], [[]])
+        after.append(torch.rand(1).item())
+    if after[0] != after[1]:
+        raise Fail(f"torch.manual_seed(5), 1 vs 20 unseeded sample() calls, then torch.rand(1) -> {after[0]:.6f} vs {after[1]:.6f}",
+                   ctx.t("没有 seed 的请求在消耗 torch 的全局随机流：它们要共用 sampler 自己的一个 torch.Generator",
+                         "unseeded requests consume torch's global random stream: they share the sampler's own torch.Generator"),
+                   where=method)
     one, two = ctx.sampler(), ctx.sampler()
     interleaved = [(draws(one, "q", 21, 1)[0], draws(two, "q", 21, 1)[0]) for _ in range(8)]
     if [a for a, _ in interleaved] != first or [b for _, b in interleaved] != first:
