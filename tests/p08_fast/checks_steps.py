@@ -11,6 +11,7 @@ with trailing zeros rounds differently for different W, and torch.sum splits a l
 threads. torch.cumsum is sequential on the CPU, so a cumsum in place of prefix_sum passes here; only CUDA
 (where a lone row and a batch take different cumsum kernels) shows why the fixed-tree scan is needed.
 """
+import functools
 import math
 
 import torch
@@ -24,6 +25,23 @@ INF = float("inf")
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
+def step(*names):
+    """The check grades these step functions; a file that has a FastSampler but not them (a fast path written
+    in its own shape, which the contract allows) passes with a note: F1-F6 and the whole-sampler checks grade it."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(ctx):
+            missing = [n for n in names if getattr(ctx.impl, n, None) is None]
+            if missing and getattr(ctx.impl, ctx.sampler_name, None) is not None:
+                ctx.notes.append(ctx.t(f"你的文件里没有 {', '.join(missing)}：这一步不单独评分，由 F1-F6 和整体检查评 FastSampler",
+                                       f"no {', '.join(missing)} in your file: this step is not graded on its own; F1-F6 and "
+                                       f"the whole-sampler checks grade your FastSampler"))
+                return None
+            return fn(ctx)
+        return run
+    return wrap
+
+
 def rows_text(t, limit=6) -> str:
     """[[1, 0.5], [2, 1]] for a small 2-D tensor (at most `limit` entries per row, 3 rows)."""
     rows = t.detach().cpu().tolist() if isinstance(t, torch.Tensor) else t
@@ -73,6 +91,7 @@ def reference():
 @check("T1.penalized_fp32", "penalized_fp32（第 1 步）：fp32、每行去重历史上的 penalty、不改调用方",
        "penalized_fp32 (step 1): fp32, the penalty on each row's distinct history, the caller's tensor untouched",
        hint=("p08-fast", 2, "s1"), problems=FAST)
+@step("penalized_fp32")
 def t1_penalized_fp32(ctx):
     P = ctx.params
     rows = [[3.0, -1.0, 0.5, -0.2, 1.0], [3.0, -1.0, 0.5, -0.2, 1.0], [0.5, -1.0, 0.0, 1.0, 2.0], [2.0, 1.0, 0.0, -1.0, -2.0]]
@@ -144,6 +163,7 @@ def _window_inputs(device):
 @check("T3.window_topk", "window_topk（第 3 步）：与 torch.topk 相同的窗口值，id 指回这些值",
        "window_topk (step 3): the same values as torch.topk, ids that point at them",
        hint=("p08-fast", 2, "s3"), problems=FAST)
+@step("window_topk")
 def t3_window_topk(ctx):
     for _, x, widths in _window_inputs(ctx.device):
         n, vocab = x.shape
@@ -218,6 +238,7 @@ def _canonical_violation(z_in, ids_in, z, ids):
 @check("T3.canonical_window", "canonical_window（第 3 步）：窗口按值降序，相等的值按 token id 升序",
        "canonical_window (step 3): descending values, equal values in ascending token id",
        hint=("p08-fast", 2, "s3"), problems=FAST)
+@step("canonical_window")
 def t3_canonical_window(ctx):
     dev = ctx.device
     g = torch.Generator().manual_seed(33)
@@ -267,6 +288,7 @@ def t3_canonical_window(ctx):
 @check("T4.prefix_sum", "prefix_sum 与 row_total（第 4 步）：第 j 项不随宽度 W、不随 batch 变（逐位）",
        "prefix_sum and row_total (step 4): entry j is the same float for any width W and any batch",
        hint=("p08-fast", 2, "s4"), problems=FAST)
+@step("prefix_sum", "row_total")
 def t4_prefix_sum_and_row_total(ctx):
     dev = ctx.device
     small = ctx.tensor([[1.0, 0.5, 0.3, 0.1]])
@@ -367,6 +389,7 @@ def expected_window(z, top_k, top_p, row_mass):
 @check("T4.filter_window", "filter_window（第 4-5 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
        "filter_window (steps 4-5) on example 2's batch: kept prefix, exact zeros, kept mass, certain",
        hint=("p08-fast", 2, "s4"), problems=FAST)
+@step("filter_window")
 def t4_filter_window(ctx):
     dev = ctx.device
     ctx.impl.prefix_sum = reference().prefix_sum          # a prefix_sum bug is T4.prefix_sum's to report, not this one's
@@ -535,6 +558,7 @@ def expected_column(cs, total, u, e):
 @check("T6.inverse_cdf", "inverse_cdf（第 6 步）：第一个前缀质量 > u * total 且有质量的列",
        "inverse_cdf (step 6): the first column whose prefix mass exceeds u * total and has mass",
        hint=("p08-fast", 2, "s6"), problems=FAST)
+@step("inverse_cdf")
 def t6_inverse_cdf(ctx):
     dev = ctx.device
     f32 = lambda rows: torch.tensor(rows, dtype=torch.float32, device=dev)       # noqa: E731
