@@ -1,0 +1,203 @@
+"""p08-fast step checks T4: prefix_sum and row_total (entry j the same float for any width and batch), and
+filter_window on example 2's batch. Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
+import math
+
+import torch
+
+from course.grader.checks import Fail, check, describe, fmt_num
+from tests.p08_fast.checks_steps import FAST, INF, bits, call, need_tensor, reference, rows_text, stable_window, step
+
+
+# ---- T4 prefix_sum and row_total ---------------------------------------------------------------------
+@check("T4.prefix_sum", "prefix_sum 与 row_total（第 4 步）：第 j 项不随宽度 W、不随 batch 变（逐位）",
+       "prefix_sum and row_total (step 4): entry j is the same float for any width W and any batch",
+       hint=("p08-fast", 2, "s4"), problems=FAST)
+@step("prefix_sum", "row_total")
+def t4_prefix_sum_and_row_total(ctx):
+    dev = ctx.device
+    small = ctx.tensor([[1.0, 0.5, 0.3, 0.1]])
+    got = need_tensor(ctx, "prefix_sum", rows_text(small), call(ctx, "prefix_sum", rows_text(small), small), (1, 4))
+    if not torch.allclose(got.double().cpu(), torch.tensor([[1.0, 1.5, 1.8, 1.9]], dtype=torch.float64), atol=1e-6):
+        raise Fail(f"called prefix_sum({rows_text(small)}) -> {rows_text(got)}, expected [[1, 1.5, 1.8, 1.9]]",
+                   ctx.t("包含式前缀和：第 j 项 = e[0] + ... + e[j]", "inclusive prefix sums: entry j = e[0] + ... + e[j]"),
+                   where="prefix_sum")
+    g = torch.Generator().manual_seed(44)
+    e = torch.exp(torch.randn(6, 300, generator=g) * 2.0)                                      # [6, 300]
+    e = (e / e.amax(-1, keepdim=True)).to(dev)
+    full = need_tensor(ctx, "prefix_sum", "e [6, 300]", call(ctx, "prefix_sum", "e [6, 300]", e), (6, 300)).cpu()
+    exact = torch.cumsum(e.double().cpu(), dim=-1)
+    err = ((full.double() - exact).abs() / exact).max().item()
+    if not err < 1e-4:
+        r, j = divmod(int(((full.double() - exact).abs() / exact).argmax()), 300)
+        raise Fail(f"called prefix_sum(e [6, 300]) -> row {r} entry {j} = {bits(full[r, j].item())}, expected "
+                   f"{bits(exact[r, j].item())} (float64 cumsum; relative error {err:.1e})",
+                   ctx.t("第 j 项是 e[0..j] 的和：检查每一轮的错位和边界列", "entry j is the sum of e[0..j]: check each round's shift and its first columns"),
+                   where="prefix_sum")
+    for width in (1, 2, 3, 7, 64, 65, 100, 257):
+        part = need_tensor(ctx, "prefix_sum", f"e[:, :{width}]", call(ctx, "prefix_sum", f"e[:, :{width}]", e[:, :width].contiguous()),
+                           (6, width)).cpu()
+        if not torch.equal(part, full[:, :width]):
+            r, j = (int(v) for v in (part != full[:, :width]).nonzero()[0])
+            raise Fail(f"called prefix_sum(e[:, :{width}]) -> row {r} entry {j} = {bits(part[r, j].item())}, but "
+                       f"prefix_sum(e) [6, 300] -> entry {j} = {bits(full[r, j].item())}",
+                       ctx.t("第 j 项必须与宽度 W 无关、逐位相同：W 由同批的别人决定（top_k + 1、窗口扩大）",
+                             "entry j must be the same float for any width W: W is set by the peers (their top_k + 1, a widened window)"),
+                       where="prefix_sum")
+    for r, batch in ((0, [0]), (3, [3]), (2, [5, 2]), (4, [4, 1, 0, 3])):
+        alone = need_tensor(ctx, "prefix_sum", f"e[{batch}]", call(ctx, "prefix_sum", f"e[{batch}]", e[batch].contiguous()),
+                            (len(batch), 300)).cpu()
+        if not torch.equal(alone[batch.index(r)], full[r]):
+            j = int((alone[batch.index(r)] != full[r]).nonzero()[0])
+            raise Fail(f"called prefix_sum(e rows {batch}) -> row {r} entry {j} = {bits(alone[batch.index(r), j].item())}, "
+                       f"but inside the batch of 6 rows = {bits(full[r, j].item())}",
+                       ctx.t("一行的前缀和不能取决于同批还有哪些行（逐位相同）",
+                             "a row's prefix sums must not depend on the other rows of the batch (bit for bit)"),
+                       where="prefix_sum")
+    # row_total: the full-row mass of top-p-only rows, over V
+    tiny = ctx.tensor([[1.0, 0.5, 0.3, 0.1, 0.1]])
+    got = need_tensor(ctx, "row_total", rows_text(tiny), call(ctx, "row_total", rows_text(tiny), tiny), (1, 1))
+    if abs(got.item() - 2.0) > 1e-6:
+        raise Fail(f"called row_total({rows_text(tiny)}) -> {rows_text(got)}, expected [[2]]", where="row_total")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(threads, 4))               # torch.sum splits a lone long row across threads
+    try:
+        g = torch.Generator().manual_seed(45)
+        for vocab in (50257, 151936, 4099):
+            x = torch.exp(torch.randn(6, vocab, generator=g) * 3.0)
+            x = (x / x.amax(-1, keepdim=True)).to(dev)                                       # [6, V]
+            total = need_tensor(ctx, "row_total", f"e [6, {vocab}]", call(ctx, "row_total", f"e [6, {vocab}]", x), (6, 1)).cpu()
+            exact = x.double().cpu().sum(-1, keepdim=True)
+            if not ((total.double() - exact).abs() / exact).max().item() < 1e-5:
+                r = int(((total.double() - exact).abs() / exact).argmax())
+                raise Fail(f"called row_total(e [6, {vocab}]) -> row {r} = {bits(total[r, 0].item())}, expected "
+                           f"{bits(exact[r, 0].item())} (float64 sum)", where="row_total")
+            for r in range(6):
+                alone = call(ctx, "row_total", f"e[{r}:{r + 1}] [1, {vocab}]", x[r:r + 1].contiguous())
+                alone = need_tensor(ctx, "row_total", f"e[{r}:{r + 1}]", alone, (1, 1)).cpu()
+                if not torch.equal(alone[0], total[r]):
+                    raise Fail(f"called row_total(e[{r}:{r + 1}]) [1, {vocab}] -> {bits(alone.item())}, but row {r} of "
+                               f"row_total(e) [6, {vocab}] -> {bits(total[r, 0].item())}",
+                               ctx.t("一行的总和不能取决于 batch：torch.sum 会把单独一行拆给几个线程，换一个只由 V 决定的加法树（两两对半相加）",
+                                     "a row's total must not depend on the batch: torch.sum splits a lone row across threads; "
+                                     "use an adding tree fixed by V alone (pairwise halving)"),
+                               where="row_total")
+    finally:
+        torch.set_num_threads(threads)
+
+
+# ---- T4 filter_window --------------------------------------------------------------------------------
+# Example 2's batch (hints L1/L3): rows a (top_k 3, top_p 0.6) and c (T = 2, top_p 0.75 only), V = 6.
+ROW_A = [math.log(p) for p in (0.15, 0.5, 0.05, 0.25, 0.03, 0.02)]
+ROW_C = [math.log(p) for p in (0.04, 0.12, 0.4, 0.05, 0.3, 0.09)]          # 2 log(p) / T = 2
+BLOG = [math.log(p) for p in (0.5, 0.25, 0.15, 0.1)]
+
+
+def expected_window(z, top_k, top_p, row_mass):
+    """float64 oracle of filter_window for one canonical window row: (n_kept, e kept, total)."""
+    e = [math.exp(v - z[0]) for v in z]
+    n = len(z)
+    if top_k > 0:
+        kth = z[top_k - 1]
+        n = sum(1 for v in z if v >= kth)
+    mass = sum(e[:n]) if top_k > 0 else row_mass
+    if top_p != INF:
+        before = 0.0
+        for j in range(n):
+            if j > 0 and before >= top_p * mass:
+                n = j
+                break
+            before += e[j]
+    return n, e[:n], sum(e[:n])
+
+
+@check("T4.filter_window", "filter_window（第 4-5 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
+       "filter_window (steps 4-5) on example 2's batch: kept prefix, exact zeros, kept mass, certain",
+       hint=("p08-fast", 2, "s4"), problems=FAST)
+@step("filter_window")
+def t4_filter_window(ctx):
+    dev = ctx.device
+    ctx.impl.prefix_sum = reference().prefix_sum          # a prefix_sum bug is T4.prefix_sum's to report, not this one's
+    worked = torch.tensor([ROW_A, ROW_C])                                              # [2, 6] after the temperature
+    row_c_mass = float(torch.exp(worked[1] - worked[1].max()).double().sum())          # 2.5: all of V
+    blog = torch.tensor([BLOG])
+    ties = torch.tensor([[3.0, 2.0, 2.0, 2.0, 1.0, 0.0, -1.0, -2.0]])
+    cases = [  # (label, x [n, V], width, top_k, top_p, row_mass, certain expected)
+        ("example 2, rows a and c, W=4", worked, 4, [3, 0], [0.6, 0.75], [0.0, row_c_mass], [True, True]),
+        ("example 2, rows a and c, W=6 (the whole row)", worked, 6, [3, 0], [0.6, 0.75], [0.0, row_c_mass], [True, True]),
+        ("row a alone, W=5", worked[:1], 5, [3], [0.6], [0.0], [True]),
+        ("row c alone, W=4", worked[1:], 4, [0], [0.75], [row_c_mass], [True]),
+        ("row c with top_p=0.9, W=4", worked[1:], 4, [0], [0.9], [row_c_mass], [False]),
+        ("probs [0.5, 0.25, 0.15, 0.1], top_p=0.7 (blog bug 1)", blog, 4, [0], [0.7], [2.0], [True]),
+        ("ties at the k-th value, top_k=2", ties, 6, [2], [INF], [0.0], [True]),
+        ("a tie run up to the window's end, top_k=2", ties, 4, [2], [INF], [0.0], [False]),
+    ]
+    spread = torch.randn(8, 300, generator=torch.Generator().manual_seed(46)) * 2.0          # [8, 300] no ties
+    ks = [7, 12, 17, 23, 29, 33, 37, 40]
+    for r, k in enumerate(ks):                   # each row alone: its own window, top_k + 1 columns
+        cases.append((f"random row {r} alone, top_k={k}, W={k + 1}", spread[r:r + 1], k + 1, [k], [INF], [0.0], [True]))
+    for width in (41, 64, 300):                  # the same rows together: the widest need sets W (or a peer's)
+        cases.append((f"8 random rows, top_k {ks[0]}..{ks[-1]}, W={width}", spread, width, ks, [INF] * 8, [0.0] * 8, [True] * 8))
+    seen = {}
+    for label, x, width, top_k, top_p, row_mass, certain in cases:
+        z, _ = stable_window(x.to(dev), width)
+        n = z.shape[0]
+        k = torch.tensor(top_k, device=dev)[:, None]
+        p = torch.tensor(top_p, device=dev)[:, None]
+        m = torch.tensor(row_mass, device=dev)[:, None]
+        complete = width == x.shape[1]
+        if n <= 2 and width <= 6:
+            shown = (f"z={rows_text(z, 8)}, top_k={top_k}, top_p=[{', '.join(fmt_num(v) for v in top_p)}], "
+                     f"row_mass=[{', '.join(fmt_num(v) for v in row_mass)}], complete={complete}")
+        else:
+            shown = f"z [{n}, {width}], top_k={top_k[:4]}{'...' if n > 4 else ''}, complete={complete}"
+        got = call(ctx, "filter_window", shown, z, k, p, m, complete)
+        if not (isinstance(got, tuple) and len(got) == 4):
+            raise Fail(f"called filter_window({shown}) -> {describe(got)}",
+                       ctx.t("期望：(e [n, W], cs [n, W], total [n, 1], certain [n])",
+                             "expected a tuple (e [n, W], cs [n, W], total [n, 1], certain [n])"), where="filter_window")
+        e = need_tensor(ctx, "filter_window", shown + " e", got[0], (n, width)).cpu()
+        cs = need_tensor(ctx, "filter_window", shown + " cs", got[1], (n, width)).cpu()
+        total = need_tensor(ctx, "filter_window", shown + " total", got[2], (n, 1)).cpu()
+        sure = got[3]
+        if not isinstance(sure, torch.Tensor) or sure.numel() != n:
+            raise Fail(f"called filter_window({shown}) -> certain {describe(sure)}",
+                       ctx.t(f"期望：certain 是 [{n}] 的布尔张量", f"expected certain as a bool tensor [{n}]"), where="filter_window")
+        sure = sure.flatten().cpu().bool().tolist()
+        for r in range(n):
+            n_kept, e_kept, kept_mass = expected_window(z[r].cpu().tolist(), top_k[r], top_p[r], row_mass[r])
+            zeros_ok = bool((e[r, n_kept:] == 0).all()) and bool((e[r, :n_kept] > 0).all())
+            row = f"called filter_window({shown}) -> row {r}"
+            if not zeros_ok:
+                raise Fail(f"{row}: e {rows_text(e[r:r + 1], 8)}, expected {n_kept} kept columns "
+                           f"{rows_text([e_kept], 8)} and exactly 0 after ({label})",
+                           ctx.t("保留的是一个前缀：top-k（>= 第 k 大的值）与 top-p（之前的质量 >= top_p 就删）中较短的那个；其余恰好为 0",
+                                 "the kept set is a prefix: the shorter of top-k's (values >= the k-th) and top-p's (drop once "
+                                 "the mass before reaches top_p); exactly 0 after it"),
+                           hint=("p08-fast", 1, "q3") if "blog" in label else None, where="filter_window")
+            if max(abs(a - b) for a, b in zip(e[r, :n_kept].tolist(), e_kept)) > 1e-5 or abs(total[r, 0].item() - kept_mass) > 1e-5 * kept_mass:
+                raise Fail(f"{row}: e {rows_text(e[r:r + 1], 8)}, total {fmt_num(total[r, 0])}, expected "
+                           f"{rows_text([e_kept], 8)}, total {fmt_num(kept_mass)} ({label})",
+                           ctx.t("e = exp(z - z[:, :1])（第 0 列是最大值），total = 保留列的质量", "e = exp(z - z[:, :1]) (column 0 is the max), "
+                                 "total = the mass of the kept columns"), where="filter_window")
+            if not torch.allclose(cs[r, :n_kept].double(), torch.tensor(e_kept, dtype=torch.float64).cumsum(0), rtol=1e-5):
+                raise Fail(f"{row}: cs {rows_text(cs[r:r + 1], 8)}, expected prefix sums of e {rows_text([e_kept], 8)} ({label})",
+                           where="filter_window")
+            if sure[r] != certain[r]:
+                raise Fail(f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})",
+                           ctx.t("只有保留集合在窗口里面严格结束时才算 certain：最后保留的值和第 k 大的值都 > 窗口最后一个值"
+                                 "（否则一串相等的值可能延续到窗口外）",
+                                 "certain only when the kept set ends strictly inside the window: the last kept value and the "
+                                 "k-th value both > the window's last value (or a run of equal values may go on outside)"),
+                           where="filter_window")
+            key = (tuple(x[r if n > 1 else 0].tolist()), top_k[r], top_p[r])
+            mine = (e[r, :n_kept].tolist(), total[r, 0].item(), cs[r, :min(width, 4)].tolist())
+            if key in seen and seen[key][1] != mine:
+                other_label, other = seen[key]
+                raise Fail(f"{row} ({label}): total {bits(mine[1])}, kept e {rows_text([mine[0]])}",
+                           f"the same row ({other_label}): total {bits(other[1])}, kept e {rows_text([other[0]])}",
+                           ctx.t("同一行的数值必须与窗口宽度 W、与同批的其他行无关（逐位）：total 要读前缀和在这一行自己的最后保留列上的值，"
+                                 "不要对窗口做 sum",
+                                 "a row's numbers must not depend on the width W or on the other rows, bit for bit: read total "
+                                 "from the prefix sums at the row's own last kept column, no sum over the window"),
+                           where="filter_window")
+            seen.setdefault(key, (label, mine))
