@@ -81,11 +81,12 @@ def tie_batch(ctx, vocab=50257):
     add(row, temperature=0.0)                                                                    # greedy: the first maximum
     add(row.clone())                                                                             # top_p = 1 is off: no zeros
     row, at = tail(), spots(41)
-    row[at[:40]], row[at[40]] = torch.linspace(1.0, 0.6, 40), 6.0                                # token at[40]: 6.0 / 10 = 0.6
+    row[at[:40]], row[at[40]] = torch.linspace(1.0, 0.6, 40), 5.0                                # token at[40]: 5.0 / 10 = 0.5
     add(row, history=[int(at[40])], top_k=40, repetition_penalty=10.0)                           # out of the top 40
-    row, at = tail(), spots(41)
-    row[at[:40]], row[at[40]] = torch.linspace(-0.2, -1.5, 40), -5.0                             # -5.0 * 0.1 = -0.5
-    add(row, history=[int(at[40])], top_k=40, repetition_penalty=0.1)                            # into the top 40
+    row, at = tail(), spots(61)
+    row[at[:40]], row[at[40:60]], row[at[60]] = torch.linspace(-0.2, -1.5, 40), torch.linspace(-2, -4, 20), -5.0
+    add(row, history=[int(at[60])], top_k=40, repetition_penalty=0.1)                            # -5.0 * 0.1 = -0.5: from
+                                                                                                 # rank 60 into the top 40
     return torch.stack(rows), params, prev
 
 
