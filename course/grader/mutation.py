@@ -61,15 +61,23 @@ def serve(problem_name: str, sock_path: str) -> None:
     from course.grader.checks import checks_for
     from course.grader.runner import grade_in_process
 
-    torch.set_num_threads(1)
     problem = get(problem_name)
     ids = [c.id for c in checks_for(problem)]
-    cost = {}
-    for cid in ids:                                   # cheapest checks first: most mutants die in the first one
-        t0 = time.monotonic()
-        grade_in_process(problem, problem.path("solution"), [cid])
-        cost[cid] = time.monotonic() - t0
-    ids.sort(key=cost.get)
+    read, write = os.pipe()                           # time the checks in a child: the server itself never starts
+    pid = os.fork()                                   # torch's thread pool, which a forked child could not use
+    if pid == 0:
+        torch.set_num_threads(1)
+        cost = {}
+        for cid in ids:                               # cheapest checks first: most mutants die in the first one
+            t0 = time.monotonic()
+            grade_in_process(problem, problem.path("solution"), [cid])
+            cost[cid] = time.monotonic() - t0
+        os.write(write, json.dumps(sorted(ids, key=cost.get)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        ids = json.loads(pipe.read())
+    os.waitpid(pid, 0)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(sock_path)
     server.listen(4)
@@ -81,6 +89,8 @@ def serve(problem_name: str, sock_path: str) -> None:
                 return
             pid = os.fork()
             if pid == 0:
+                import torch
+                torch.set_num_threads(1)
                 signal.alarm(CHILD_LIMIT_S)
                 os._exit(_grade_child(problem, impl, ids))
             _, status = os.waitpid(pid, 0)
