@@ -128,7 +128,7 @@ def equivalents(problem_name: str) -> dict:
     return {(e["operator"], e["before"], e["after"]): e["reason"] for e in data.get(problem_name, [])}
 
 
-def run(problem_name: str, out_dir: Path) -> dict:
+def run(problem_name: str, out_dir: Path, resume: bool = False) -> dict:
     bin_dir = ensure_cosmic_ray()
     problem = get(problem_name)
     work = Path(tempfile.mkdtemp(prefix="p08-mutation-"))
@@ -146,11 +146,13 @@ def run(problem_name: str, out_dir: Path) -> dict:
     config.write_text(f'[cosmic-ray]\nmodule-path = "{target}"\ntimeout = {CHILD_LIMIT_S + 30}.0\nexcluded-modules = []\n'
                       f'test-command = "{command}"\n[cosmic-ray.distributor]\nname = "local"\n', encoding="utf-8")
     session = out_dir / f"{problem_name}.sqlite"
-    session.unlink(missing_ok=True)
+    if not (resume and session.exists()):
+        session.unlink(missing_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.monotonic()
     try:
-        subprocess.run([bin_dir / "cosmic-ray", "init", config, session], check=True, cwd=ROOT, env=env)
+        if not (resume and session.exists()):
+            subprocess.run([bin_dir / "cosmic-ray", "init", config, session], check=True, cwd=ROOT, env=env)
         subprocess.run([bin_dir / "cosmic-ray", "exec", config, session], check=True, cwd=ROOT, env=env)
     finally:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as quit_:
@@ -167,8 +169,9 @@ def _records(bin_dir: Path, session: Path) -> list:
 
 def report(problem_name: str, out_dir: Path) -> dict:
     """The last session of problem_name, summarized against today's list of equivalent mutants."""
-    last = json.loads((out_dir / f"mutation-{problem_name}.json").read_text(encoding="utf-8"))
-    return summarize(problem_name, _records(ensure_cosmic_ray(), out_dir / f"{problem_name}.sqlite"), last["seconds"])
+    saved = out_dir / f"mutation-{problem_name}.json"
+    seconds = json.loads(saved.read_text(encoding="utf-8"))["seconds"] if saved.exists() else 0
+    return summarize(problem_name, _records(ensure_cosmic_ray(), out_dir / f"{problem_name}.sqlite"), seconds)
 
 
 def summarize(problem_name: str, records: list, seconds: float) -> dict:
@@ -188,6 +191,7 @@ def main(argv=None) -> int:
     parser.add_argument("--ask", nargs=2, metavar=("SOCKET", "FILE"), help=argparse.SUPPRESS)
     parser.add_argument("--out", default=str(ROOT / "bench_out"), help="where the session database goes")
     parser.add_argument("--report", action="store_true", help="re-read the last session against the list, run nothing")
+    parser.add_argument("--resume", action="store_true", help="go on with the last session's pending mutants")
     args = parser.parse_args(argv)
     if args.serve:
         serve(*args.serve)
@@ -198,9 +202,9 @@ def main(argv=None) -> int:
         parser.error("name a problem: p08 or p08-fast")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = report(args.problem, out) if args.report else run(args.problem, out)
+    result = report(args.problem, out) if args.report else run(args.problem, out, args.resume)
     score = result["killed"] + result["equivalent"]
-    print(f"{result['problem']}: {result['mutants']} mutants, {result['killed']} killed by the grader, "
+    print(f"{result['problem']}: {result['mutants']} mutants, {result['run']} run, {result['killed']} killed by the grader, "
           f"{result['equivalent']} equivalent (listed), {len(result['unexplained'])} unexplained survivors; "
           f"mutation score {100 * result['killed'] / max(result['run'], 1):.1f}% "
           f"({100 * score / max(result['run'], 1):.1f}% with the equivalents) in {result['seconds']} s")
