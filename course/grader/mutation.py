@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -131,10 +130,12 @@ def equivalents(problem_name: str) -> dict:
 def run(problem_name: str, out_dir: Path, resume: bool = False) -> dict:
     bin_dir = ensure_cosmic_ray()
     problem = get(problem_name)
-    work = Path(tempfile.mkdtemp(prefix="p08-mutation-"))
+    work = out_dir / f"mutation-{problem_name}"                  # a fixed place: a resumed session finds its file
+    work.mkdir(parents=True, exist_ok=True)
     target = work / problem.path("solution").name
     shutil.copy(problem.path("solution"), target)
     sock = str(work / "oracle.sock")
+    Path(sock).unlink(missing_ok=True)
     server = subprocess.Popen([sys.executable, "-m", "course.grader.mutation", "--serve", problem_name, sock], cwd=ROOT,
                               env=dict(os.environ, PYTHONPATH=str(ROOT)))
     while not os.path.exists(sock):
