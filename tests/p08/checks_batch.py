@@ -2,6 +2,7 @@
 changing batches; when they are not, the scenario that fails (and a smaller one that passes) names the cause."""
 from course import drive, oracle
 from course.grader.checks import Fail, check, params_text
+from tests.p08.draws import runs
 
 BOTH = ("p08", "p08-fast")
 
@@ -57,7 +58,7 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
                         "`if params.seed:` treat 0 as no seed; test `seed is None`)")
             hint = ("p08", 1, "q6")
         elif traffic.shift and first_mismatch(ctx, group, drive.Traffic(traffic.make_params, max_peers=1, join=1.0, leave=0.0),
-                                              n, vocab) is None and not runs_alone(ctx, drive.row_for(10_000, 0, vocab) + 120.0):
+                                              n, vocab) is None and not runs(ctx, (drive.row_for(10_000, 0, vocab) + 120.0)[None].to(ctx.device), top_p=0.9):
             why = ctx.t("一行 logits 在 120 附近时，单独采样也会崩：exp 在 fp32 里溢出（e^89 = inf）；先减去这一行的最大值",
                         "a row whose logits are near 120 crashes even alone: exp overflows in fp32 (e^89 = inf); subtract "
                         "the row's max first")
@@ -90,17 +91,6 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
                 why += ctx.t("（这里唯一的同伴没有 seed：没 seed 的请求用共享 generator，不能动到带 seed 的）",
                              " (the only peer here is unseeded: unseeded requests use the shared generator, never a seeded one's)")
         raise Fail(f"scenario '{name}': {lines[0]}", lines[1], why, hint=hint, where=f"{ctx.sampler_name}.sample")
-
-
-def runs_alone(ctx, row) -> bool:
-    """Does sample() draw from this one row [V] (seeded, top_p = 0.9) without raising?"""
-    try:
-        ctx.sample(ctx.sampler(), row[None].to(ctx.device), ["solo"], [ctx.params(seed=77, top_p=0.9)], [[]])
-    except NotImplementedError:
-        raise
-    except Exception:  # noqa: BLE001 - a probe
-        return False
-    return True
 
 
 def first_mismatch(ctx, group, traffic, steps, vocab, warmup=0):

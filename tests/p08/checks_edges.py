@@ -1,45 +1,13 @@
 """Acceptance checks at the edges of the rule, through sample(): the penalty in a real batch, the greedy
 threshold, small temperatures, and real vocabulary sizes. Each failure names a cause it has established."""
-import math
-
 import torch
 
 from course import oracle
 from course.grader.checks import Fail, check, fmt_vec, params_text
 from tests.p08 import diagnose
-from tests.p08.checks_invariants import runs_at
+from tests.p08.draws import counts_of, draws_of, runs, worst_z
 
 BOTH = ("p08", "p08-fast")
-
-
-def draws_of(ctx, row, n, first_seed, chunk=100, **kwargs):
-    """n tokens for `row` [V]: n requests with seeds first_seed.. (one draw each), `chunk` rows per call."""
-    tokens = []
-    for start in range(0, n, chunk):
-        size = min(chunk, n - start)
-        logits = row.to(ctx.device)[None].expand(size, -1).clone()                        # [b, V]
-        ids = [f"r{start + i}" for i in range(size)]
-        params = [ctx.params(seed=first_seed + start + i, **kwargs) for i in range(size)]
-        tokens += ctx.sample(ctx.sampler(), logits, ids, params, [[] for _ in ids])
-    return tokens
-
-
-def worst_z(counts, probs, draws) -> float:
-    """The largest |observed - expected| of any cell, in standard deviations (a drawn zero-probability cell: inf)."""
-    worst = 0.0
-    for c, p in zip(counts, probs):
-        if p == 0.0:
-            worst = max(worst, float("inf") if c else 0.0)
-        else:
-            worst = max(worst, abs(c / draws - p) / math.sqrt(p * (1 - p) / draws))
-    return worst
-
-
-def counts_of(tokens, cells):
-    out = [0] * cells
-    for t in tokens:
-        out[t] += 1
-    return out
 
 
 # ---- E1.history -------------------------------------------------------------------------------------
@@ -167,7 +135,7 @@ def i3_greedy_threshold_edges(ctx):
             except Exception as exc:  # noqa: BLE001 - explained when the cause is established, else re-raised
                 if isinstance(exc, NotImplementedError):
                     raise
-                if runs_at(ctx, logits, 1.0) and not runs_at(ctx, logits, temperature):
+                if runs(ctx, logits, temperature=1.0) and not runs(ctx, logits, temperature=temperature):
                     raise Fail(f"{observed} raised {type(exc).__name__}: {str(exc)[:100]}",
                                ctx.t("T < 1e-5 的行要直接取 argmax，不能先除以 T：row / T 溢出成 inf，softmax 得到 NaN",
                                      "a row with T < 1e-5 takes the argmax directly, before any division: row / T overflows "

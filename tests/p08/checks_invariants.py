@@ -5,6 +5,7 @@ import torch
 
 from course.grader.checks import Fail, check, fmt_vec, params_text
 from tests.p08 import diagnose
+from tests.p08.draws import runs
 
 BOTH = ("p08", "p08-fast")
 
@@ -75,7 +76,7 @@ def i3_greedy_equivalents(ctx):
                 except Exception as exc:  # noqa: BLE001 - explained when the cause is established, else re-raised
                     if isinstance(exc, NotImplementedError):
                         raise
-                    if kwargs.get("temperature") == 0.0 and runs_at(ctx, logits, 1e-6):
+                    if kwargs.get("temperature") == 0.0 and runs(ctx, logits, temperature=1e-6):
                         raise Fail(f"{call} raised {type(exc).__name__}: {str(exc)[:100]}",
                                    ctx.t("T = 0 时崩溃：先除以温度（x / 0 = inf，0 / 0 = NaN）再判断 greedy。先判断 T < 1e-5",
                                          "T = 0 crashes: the row is divided by the temperature (x / 0 = inf, 0 / 0 = NaN) "
@@ -92,18 +93,6 @@ def i3_greedy_equivalents(ctx):
                     cases = [(logits[i].tolist(), params[i], []) for i in range(4)]
                     diagnose.earlier_step_first(ctx, observed, cases if "temperature" not in kwargs or len(kwargs) > 1 else [])
                     raise Fail(observed, hint=hint, where=f"{ctx.sampler_name}.sample")
-
-
-def runs_at(ctx, logits, temperature) -> bool:
-    """Does sample() run without raising on these rows at this temperature?"""
-    try:
-        ctx.sample(ctx.sampler(), logits, [f"p{i}" for i in range(len(logits))],
-                   [ctx.params(temperature=temperature, seed=i) for i in range(len(logits))], [[]] * len(logits))
-    except NotImplementedError:
-        raise
-    except Exception:  # noqa: BLE001 - a probe
-        return False
-    return True
 
 
 # ---- I4 ----------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from course import oracle
 from course.grader.checks import Fail, check, params_text
 from tests.p08 import diagnose
 from tests.p08.checks_contract import WRONG_ORDERS, kept_set_in_order
-from tests.p08.checks_edges import draws_of
+from tests.p08.draws import draws_of
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
 
 BOTH = ("p08", "p08-fast")

@@ -16,6 +16,7 @@ import torch
 
 from course import oracle
 from course.grader.checks import Fail, fmt_set, fmt_vec
+from tests.p08.draws import counts_of, draws_of
 
 GREEDY = 1e-5
 
@@ -111,13 +112,9 @@ def temperature_verdict(ctx):
 
 def _drawn_fits(ctx, row, kwargs, prev, draws=300, first_seed=900):
     """(fits, counts, expected): `draws` seeded draws of one row vs the oracle, 6 sigma."""
-    tokens = []
-    for start in range(0, draws, 100):
-        params = [ctx.params(seed=first_seed + start + i, **kwargs) for i in range(100)]
-        tokens += ctx.sample(ctx.sampler(), ctx.tensor([row] * 100), [f"t{i}" for i in range(100)], params,
-                             [list(prev) for _ in range(100)])
+    tokens = draws_of(ctx, torch.tensor(row), draws, first_seed, prev=prev, **kwargs)
     expected = oracle.filtered_probs(row, prev_tokens=prev, **kwargs)
-    counts = [tokens.count(i) for i in range(len(row))]
+    counts = counts_of(tokens, len(row))
     return not oracle.sigma_violations(counts, expected, draws), counts, expected
 
 
