@@ -201,7 +201,11 @@ def f4_bitwise_batch_invariance(ctx):
             tokens_mixed = [ctx.sample(batch_sampler, batch_rows, ids, batch_params, batch_prev)[pos] for _ in range(4)]
             if tokens_alone != tokens_mixed:
                 raise Fail(f"request ({params_text(target)}), V={vocab}: alone -> {tokens_alone}, at position {pos} among {name} -> {tokens_mixed}",
-                           ctx.t("每个带 seed 的行每步消费的随机数不能取决于 K 或 B", "the randomness a seeded row consumes per step must not depend on K or B"),
+                           ctx.t("filtered_probs 单独和在 batch 里逐位相同，token 却不同：抽样取决于同伴。要么每步消费的随机数取决于 K 或 B，"
+                                 "要么 sample() 没有按 filtered_probs 报告的分布抽（见 F6）",
+                                 "filtered_probs is bit-identical alone and in the batch, yet the tokens differ: the draw depends "
+                                 "on the peers. Either the randomness a seeded row consumes per step depends on K or B, or "
+                                 "sample() does not draw from what filtered_probs reports (see F6)"),
                            where="FastSampler.sample")
 
 

@@ -15,7 +15,7 @@ P08_FAST = [
            "blog bug 2: clamp_min(1e-9) after masking (window and selection)", phrase='no clamp_min'),
     Mutant("blog_global_rng", "F4", (("draws.append(torch.rand(1, generator=generator, dtype=torch.float64, device=device))",
                                       "draws.append(torch.rand(1, dtype=torch.float64, device=device))"),),
-           "blog bug 3: one global RNG", phrase='must not depend on K or B'),
+           "blog bug 3: one global RNG", phrase='the draw depends on the peers'),
     Mutant("selection_draws_from_whole_row", "I6", (("return cross(torch.minimum((u * kept.double()).long() + 1, kept))[0]",
                                                      "return cross(torch.minimum((u * total.double()).long() + 1, total))[0]"),),
            "top-p by selection: draws at u * the whole row's mass, not u * the kept mass (tokens outside the kept set)", phrase=''),
