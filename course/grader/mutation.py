@@ -1,12 +1,16 @@
 """Mutation testing of the grader: cosmic-ray mutates a solution, the grader is the oracle (for authors).
 
     python -m course.grader.mutation p08          (or p08-fast; ./check.sh mutation p08 does the same)
+    ... --resume     go on with an interrupted session;   --recheck   and grade its survivors again
+    ... --report     summarize the last session against the list of equivalent mutants
 
 cosmic-ray (installed on first use) makes every mutant of a copy of the solution and runs, for each, a
 test command that grades it. A mutant the grader fails is killed; one it passes survives, and must then be
 listed, with the reason, in tests/self/equivalent_mutants.toml (a test reads that list). To keep a run to
 minutes, the test command asks a fork server: the server imports torch and the checks once, and for each
 mutant forks a child that runs the checks, cheapest first, in process, stopping at the first failure.
+With --workers 2 (the default on 2+ cores) two cosmic-ray http workers, each with its own copy of the file,
+grade mutants side by side.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sqlite3
 import sys
 import time
 import tomllib
@@ -27,18 +32,27 @@ from course.problems import ROOT, get
 
 COSMIC_RAY = "cosmic-ray==8.7.0"
 EQUIVALENTS = ROOT / "tests" / "self" / "equivalent_mutants.toml"
-CHILD_LIMIT_S = 240
+CHILD_LIMIT_S = 240   # cosmic-ray's own limit on one mutant is this plus 30 s
+IMPORT_LIMIT_S = 30   # importing the mutant
+SLOWDOWN = 10         # a check may take this many times the solution's CPU time, plus 5 s
 
 
 # ---- the oracle: a fork server and its client --------------------------------------------------------
-def _grade_child(problem, impl: str, ids: list) -> int:
-    """In a forked child: run the checks on impl, stop at the first that does not pass. 0 = all passed."""
+def _grade_child(problem, impl: str, ids: list, limits: dict) -> int:
+    """In a forked child: run the checks on impl, stop at the first that does not pass. 0 = all passed.
+
+    Each check runs under its own alarm on the child's CPU time (limits: seconds per check id), so a busy or
+    paused machine cannot set it off; a check that runs past it ends the child, and the mutant counts as
+    killed by a timeout, as in mutmut and Stryker.
+    """
     from course.grader.worker import run
 
     failed = []
 
     def emit(event):
-        if event["event"] == "end" and event["status"] != "pass":
+        if event["event"] == "start":
+            signal.setitimer(signal.ITIMER_PROF, limits.get(event["id"], IMPORT_LIMIT_S))
+        elif event["status"] != "pass":
             failed.append(event["id"])
             raise _Stop
 
@@ -54,7 +68,12 @@ class _Stop(Exception):
 
 
 def serve(problem_name: str, sock_path: str) -> None:
-    """Answer 'grade FILE' requests on a unix socket with '0' (passes every check) or '1' (killed)."""
+    """Answer 'grade FILE' requests on a unix socket with '0' (passes every check) or '1' (killed).
+
+    Each request is graded in its own forked child, which answers on the connection itself: several
+    cosmic-ray workers can ask at once. A child that dies (a crash, an alarm) closes the connection unanswered,
+    which the client reads as killed.
+    """
     import torch
 
     from course.grader.checks import checks_for
@@ -68,33 +87,36 @@ def serve(problem_name: str, sock_path: str) -> None:
         torch.set_num_threads(1)
         cost = {}
         for cid in ids:                               # cheapest checks first: most mutants die in the first one
-            t0 = time.monotonic()
+            t0 = time.process_time()                  # CPU seconds, like the children's alarms
             grade_in_process(problem, problem.path("solution"), [cid])
-            cost[cid] = time.monotonic() - t0
-        os.write(write, json.dumps(sorted(ids, key=cost.get)).encode())
+            cost[cid] = time.process_time() - t0
+        os.write(write, json.dumps(cost).encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read) as pipe:
-        ids = json.loads(pipe.read())
+        cost = json.loads(pipe.read())
     os.waitpid(pid, 0)
+    ids = sorted(ids, key=cost.get)
+    limits = {cid: min(SLOWDOWN * cost[cid] + 5.0, problem.timeout_s) for cid in ids}
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)     # children are reaped without a wait
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(sock_path)
-    server.listen(4)
+    server.listen(8)
     while True:
         conn, _ = server.accept()
-        with conn:
-            impl = conn.recv(4096).decode().strip()
-            if impl == "quit":
-                return
-            pid = os.fork()
-            if pid == 0:
-                import torch
-                torch.set_num_threads(1)
-                signal.alarm(CHILD_LIMIT_S)
-                os._exit(_grade_child(problem, impl, ids))
-            _, status = os.waitpid(pid, 0)
-            killed = not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
-            conn.sendall(b"1" if killed else b"0")
+        impl = conn.recv(4096).decode().strip()
+        if impl == "quit":
+            conn.close()
+            return
+        if os.fork() == 0:
+            server.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            torch.set_num_threads(1)
+            code = _grade_child(problem, impl, ids, limits)
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            conn.sendall(b"1" if code else b"0")
+            os._exit(0)
+        conn.close()
 
 
 def ask(sock_path: str, impl: str) -> int:
@@ -127,40 +149,77 @@ def equivalents(problem_name: str) -> dict:
     return {(e["operator"], e["before"], e["after"]): e["reason"] for e in data.get(problem_name, [])}
 
 
-def run(problem_name: str, out_dir: Path, resume: bool = False) -> dict:
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1, recheck: bool = False) -> dict:
+    """Mutate a copy of the solution in out_dir and grade every mutant; workers > 1 grade side by side.
+
+    resume: grade only the mutants the last session has not graded; recheck: and its survivors again (after a
+    new check).
+    """
     bin_dir = ensure_cosmic_ray()
     problem = get(problem_name)
     work = out_dir / f"mutation-{problem_name}"                  # a fixed place: a resumed session finds its file
     work.mkdir(parents=True, exist_ok=True)
-    target = work / problem.path("solution").name
-    shutil.copy(problem.path("solution"), target)
+    name = problem.path("solution").name                         # the session names it relative to a worker's folder
+    folders = [work] if workers == 1 else [work / f"worker{i}" for i in range(workers)]
+    for folder in [work, *folders]:
+        folder.mkdir(exist_ok=True)
+        shutil.copy(problem.path("solution"), folder / name)
     sock = str(work / "oracle.sock")
     Path(sock).unlink(missing_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     server = subprocess.Popen([sys.executable, "-m", "course.grader.mutation", "--serve", problem_name, sock], cwd=ROOT,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                              env=env)
     while not os.path.exists(sock):
         if server.poll() is not None:
             raise SystemExit("the oracle server did not start")
         time.sleep(0.2)
+    ports = [_free_port() for _ in folders] if workers > 1 else []
+    distributor = ('name = "local"\n' if workers == 1 else
+                   f'name = "http"\n[cosmic-ray.distributor.http]\nworker-urls = {[f"http://127.0.0.1:{p}" for p in ports]}\n')
     config = work / "cr.toml"
-    command = f"{sys.executable} -m course.grader.mutation --ask {sock} {target}"
-    config.write_text(f'[cosmic-ray]\nmodule-path = "{target}"\ntimeout = {CHILD_LIMIT_S + 30}.0\nexcluded-modules = []\n'
-                      f'test-command = "{command}"\n[cosmic-ray.distributor]\nname = "local"\n', encoding="utf-8")
+    command = f"{sys.executable} -m course.grader.mutation --ask {sock} {name}"
+    config.write_text(f'[cosmic-ray]\nmodule-path = "{name}"\ntimeout = {CHILD_LIMIT_S + 30}.0\nexcluded-modules = []\n'
+                      f'test-command = "{command}"\n[cosmic-ray.distributor]\n{distributor}', encoding="utf-8")
     session = out_dir / f"{problem_name}.sqlite"
-    if not (resume and session.exists()):
+    saved = out_dir / f"mutation-{problem_name}.json"
+    resume = resume and session.exists()
+    before = json.loads(saved.read_text(encoding="utf-8")).get("seconds", 0) if resume and saved.exists() else 0
+    if resume:                                                   # sessions from before this layout named it in full
+        with sqlite3.connect(session) as db:
+            db.execute("UPDATE mutation_specs SET module_path = ?", (name,))
+            if recheck:
+                db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'")
+    else:
         session.unlink(missing_ok=True)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    helpers = [subprocess.Popen([bin_dir / "cosmic-ray", "http-worker", "--port", str(port)], cwd=folder, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for port, folder in zip(ports, folders)]
     t0 = time.monotonic()
     try:
-        if not (resume and session.exists()):
-            subprocess.run([bin_dir / "cosmic-ray", "init", config, session], check=True, cwd=ROOT, env=env)
-        subprocess.run([bin_dir / "cosmic-ray", "exec", config, session], check=True, cwd=ROOT, env=env)
+        if not resume:
+            subprocess.run([bin_dir / "cosmic-ray", "init", config, session], check=True, cwd=work, env=env)
+        for port in ports:                                       # the http workers take a moment to listen
+            while not _listening(port):
+                time.sleep(0.2)
+        subprocess.run([bin_dir / "cosmic-ray", "exec", config, session], check=True, cwd=folders[0], env=env)
     finally:
+        for helper in helpers:
+            helper.terminate()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as quit_:
             quit_.connect(sock)
             quit_.sendall(b"quit")
         server.wait()
-    return summarize(problem_name, _records(bin_dir, session), time.monotonic() - t0)
+    return summarize(problem_name, _records(bin_dir, session), before + time.monotonic() - t0)
 
 
 def _records(bin_dir: Path, session: Path) -> list:
@@ -193,6 +252,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(ROOT / "bench_out"), help="where the session database goes")
     parser.add_argument("--report", action="store_true", help="re-read the last session against the list, run nothing")
     parser.add_argument("--resume", action="store_true", help="go on with the last session's pending mutants")
+    parser.add_argument("--recheck", action="store_true", help="--resume, and grade the last session's survivors again")
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                        help="mutants graded side by side (default: 2, or 1 on a 1-core machine)")
     args = parser.parse_args(argv)
     if args.serve:
         serve(*args.serve)
@@ -203,7 +265,7 @@ def main(argv=None) -> int:
         parser.error("name a problem: p08 or p08-fast")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = report(args.problem, out) if args.report else run(args.problem, out, args.resume)
+    result = report(args.problem, out) if args.report else run(args.problem, out, args.resume or args.recheck, args.workers, args.recheck)
     score = result["killed"] + result["equivalent"]
     print(f"{result['problem']}: {result['mutants']} mutants, {result['run']} run, {result['killed']} killed by the grader, "
           f"{result['equivalent']} equivalent (listed), {len(result['unexplained'])} unexplained survivors; "

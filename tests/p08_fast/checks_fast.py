@@ -90,6 +90,19 @@ def tie_batch(ctx, vocab=50257):
     return torch.stack(rows), params, prev
 
 
+def edge_batches(ctx):
+    """Small batches that take a window's rarer turns: top_k = 0 (off, like -1); a k-th value tied with the
+    next in a small vocabulary (the tie run decides, not the k-th position); a lone row whose top values are
+    all equal; and a tiny top_p on tied maxima (only the lower id stays)."""
+    ladder = torch.cat([torch.tensor([5.0, 4.0, 3.0, 3.0, 3.0]), torch.linspace(-1.0, -6.0, 59)])    # [64]
+    spread = torch.randn(64, generator=torch.Generator().manual_seed(23))                         # [64]
+    tied = torch.full((50257,), -4.0)
+    tied[[9000, 31]] = 6.0                                                                        # maxima at 31 and 9000
+    return [(torch.stack([ladder, spread]), [ctx.params(top_k=3, seed=1), ctx.params(top_k=0, top_p=0.9, seed=2)], [[], []]),
+            (torch.zeros(1, 64), [ctx.params(top_k=3, seed=3)], [[]]),
+            (tied[None], [ctx.params(top_p=1e-30, seed=4)], [[]])]
+
+
 def fast_probs(ctx, sampler, logits, params, prev):
     out = sampler.filtered_probs(logits, params, prev)
     batch, vocab = logits.shape
@@ -108,7 +121,7 @@ def f1_filtered_distribution_equals_reference(ctx):
     ref = load_solution(problems.get("p08"))
     batches = [heterogeneous_batch(ctx, seed, batch, vocab, dtype) for seed, batch, vocab, dtype in (
         (1, 24, 1000, torch.float32), (2, 8, 50257, torch.float32), (3, 16, 4096, torch.bfloat16),
-        (4, 4, 151936, torch.float16))] + [wide_top_p_batch(ctx, 5, 8, 8192), tie_batch(ctx)]
+        (4, 4, 151936, torch.float16))] + [wide_top_p_batch(ctx, 5, 8, 8192), tie_batch(ctx), *edge_batches(ctx)]
     for logits, params, prev in batches:
         batch, vocab, dtype = *logits.shape, logits.dtype
         got = fast_probs(ctx, ctx.sampler(), logits.to(ctx.device), params, prev)

@@ -121,6 +121,8 @@ def t4_filter_window(ctx):
     row_c_mass = float(torch.exp(worked[1] - worked[1].max()).double().sum())          # 2.5: all of V
     blog = torch.tensor([BLOG])
     ties = torch.tensor([[3.0, 2.0, 2.0, 2.0, 1.0, 0.0, -1.0, -2.0]])
+    twin = torch.tensor([[2.0, 2.0, 1.0, 0.0]])                                        # tied maxima
+    twin_mass = float(torch.exp(twin[0] - 2.0).double().sum())                         # 2.50: all of V
     cases = [  # (label, x [n, V], width, top_k, top_p, row_mass, certain expected)
         ("example 2, rows a and c, W=4", worked, 4, [3, 0], [0.6, 0.75], [0.0, row_c_mass], [True, True]),
         ("example 2, rows a and c, W=6 (the whole row)", worked, 6, [3, 0], [0.6, 0.75], [0.0, row_c_mass], [True, True]),
@@ -130,6 +132,7 @@ def t4_filter_window(ctx):
         ("probs [0.5, 0.25, 0.15, 0.1], top_p=0.7 (blog bug 1)", blog, 4, [0], [0.7], [2.0], [True]),
         ("ties at the k-th value, top_k=2", ties, 6, [2], [INF], [0.0], [True]),
         ("a tie run up to the window's end, top_k=2", ties, 4, [2], [INF], [0.0], [False]),
+        ("tied maxima, top_k=1 keeps both, then top_p=0.45 of their mass", twin, 4, [1], [0.45], [twin_mass], [True]),
     ]
     spread = torch.randn(8, 300, generator=torch.Generator().manual_seed(46)) * 2.0          # [8, 300] no ties
     ks = [7, 12, 17, 23, 29, 33, 37, 40]
