@@ -1,7 +1,7 @@
 """Mutation testing of the grader: cosmic-ray mutates a solution, the grader is the oracle (for authors).
 
     python -m course.grader.mutation p08          (or p08-fast; ./check.sh mutation p08 does the same)
-    ... --resume     go on with an interrupted session;   --recheck   and grade its survivors again
+    ... --resume     go on with an interrupted session;   --recheck   and grade its unlisted survivors again
     ... --report     summarize the last session against the list of equivalent mutants
 
 cosmic-ray (installed on first use) makes every mutant of a copy of the solution and runs, for each, a
@@ -135,18 +135,31 @@ def ensure_cosmic_ray() -> Path:
     return Path(sys.executable).parent
 
 
-def mutant_key(record: dict) -> tuple:
+def mutant_key(record: list) -> tuple:
     """(operator, original line, mutated line): names a mutant across runs, whatever its occurrence number."""
-    lines = record[1].get("diff", "").splitlines()
+    return _key(record[0]["mutations"][0]["operator_name"], record[1].get("diff", ""))
+
+
+def _key(operator: str, diff: str) -> tuple:
+    lines = diff.splitlines()
     before = next((line[1:].split("#")[0].strip() for line in lines if line.startswith("-") and not line.startswith("---")), "")
     after = next((line[1:].split("#")[0].strip() for line in lines if line.startswith("+") and not line.startswith("+++")), "")
-    return record[0]["mutations"][0]["operator_name"], before, after
+    return operator, before, after
 
 
 def equivalents(problem_name: str) -> dict:
     """{(operator, before, after): reason} listed for a problem in tests/self/equivalent_mutants.toml."""
     data = tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8"))
     return {(e["operator"], e["before"], e["after"]): e["reason"] for e in data.get(problem_name, [])}
+
+
+def forget_unlisted_survivors(db, listed: dict) -> int:
+    """Drop the results of survivors not listed as equivalent from a session, so the next run grades them again."""
+    rows = db.execute("SELECT r.job_id, s.operator_name, r.diff FROM work_results r JOIN mutation_specs s "
+                      "ON r.job_id = s.job_id WHERE r.test_outcome = 'SURVIVED'").fetchall()
+    again = [(job,) for job, op, diff in rows if _key(op, diff) not in listed]
+    db.executemany("DELETE FROM work_results WHERE job_id = ?", again)
+    return len(again)
 
 
 def _free_port() -> int:
@@ -163,8 +176,8 @@ def _listening(port: int) -> bool:
 def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1, recheck: bool = False) -> dict:
     """Mutate a copy of the solution in out_dir and grade every mutant; workers > 1 grade side by side.
 
-    resume: grade only the mutants the last session has not graded; recheck: and its survivors again (after a
-    new check).
+    resume: grade only the mutants the last session has not graded; recheck: and its survivors that are not
+    listed as equivalent (after a new check).
     """
     bin_dir = ensure_cosmic_ray()
     problem = get(problem_name)
@@ -199,7 +212,7 @@ def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1
         with sqlite3.connect(session) as db:
             db.execute("UPDATE mutation_specs SET module_path = ?", (name,))
             if recheck:
-                db.execute("DELETE FROM work_results WHERE test_outcome = 'SURVIVED'")
+                forget_unlisted_survivors(db, equivalents(problem_name))
     else:
         session.unlink(missing_ok=True)
     helpers = [subprocess.Popen([bin_dir / "cosmic-ray", "http-worker", "--port", str(port)], cwd=folder, env=env,
@@ -252,7 +265,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default=str(ROOT / "bench_out"), help="where the session database goes")
     parser.add_argument("--report", action="store_true", help="re-read the last session against the list, run nothing")
     parser.add_argument("--resume", action="store_true", help="go on with the last session's pending mutants")
-    parser.add_argument("--recheck", action="store_true", help="--resume, and grade the last session's survivors again")
+    parser.add_argument("--recheck", action="store_true",
+                        help="--resume, and grade again the last session's survivors that are not listed as equivalent")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
                         help="mutants graded side by side (default: 2, or 1 on a 1-core machine)")
     args = parser.parse_args(argv)

@@ -36,3 +36,17 @@ def test_summary_counts_killed_listed_and_unexplained_survivors(monkeypatch):
     result = mutation.summarize("p08", records, 1.0)
     assert (result["mutants"], result["run"], result["killed"], result["equivalent"]) == (4, 3, 1, 1)
     assert [u["key"] for u in result["unexplained"]] == [["core/NumberReplacer", "c = 1", "c = 0"]]
+
+
+def test_recheck_forgets_only_the_unlisted_survivors(tmp_path):
+    import sqlite3
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        db.execute("CREATE TABLE mutation_specs (job_id TEXT, operator_name TEXT)")
+        db.execute("CREATE TABLE work_results (job_id TEXT, test_outcome TEXT, diff TEXT)")
+        for job, outcome, before, after in [("k", "KILLED", "b = 1", "b = 2"), ("listed", "SURVIVED", "a = 1", "a = 2"),
+                                            ("new", "SURVIVED", "c = 1", "c = 0")]:
+            db.execute("INSERT INTO mutation_specs VALUES (?, 'core/NumberReplacer')", (job,))
+            db.execute("INSERT INTO work_results VALUES (?, ?, ?)", (job, outcome, record(outcome, before, after)[1]["diff"]))
+        forgotten = mutation.forget_unlisted_survivors(db, {("core/NumberReplacer", "a = 1", "a = 2"): "why"})
+        left = sorted(job for (job,) in db.execute("SELECT job_id FROM work_results"))
+    assert (forgotten, left) == (1, ["k", "listed"])
