@@ -220,7 +220,12 @@ def main(argv=None):
                         help="instead of timing: a continuous-batching soak of both samplers (default 20000 steps)")
     parser.add_argument("--repeat", type=int, default=None, help="max timed runs per method (default 20, quick 5)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="torch CPU threads for every method (default: torch's, one per core); on a busy machine "
+                             "1 keeps a method from waiting for a descheduled thread")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no GPU")
     if args.soak:
@@ -232,7 +237,7 @@ def main(argv=None):
     repeat = args.repeat or (5 if args.quick else 20)
     budget = 0.3 if args.quick else 2.0
     print(f"p08 benchmark on {_machine(args.device)}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads", flush=True)
+          f"{torch.get_num_threads()} thread{'s' if torch.get_num_threads() != 1 else ''}", flush=True)
     results = []
     start = time.perf_counter()
     live = sys.stderr.isatty()                   # a terminal: one line rewritten; else one line per step

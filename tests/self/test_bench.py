@@ -62,8 +62,13 @@ def test_default_cases_hold_the_small_mixed_batch_and_b1():
 
 
 def test_progress_is_one_line_per_step_when_not_a_terminal(capsys):
-    assert bench.main(["p08", "--quick", "--repeat", "1"]) == 0
-    err = capsys.readouterr().err                        # pytest's capture is not a terminal
+    threads = torch.get_num_threads()
+    try:
+        assert bench.main(["p08", "--quick", "--repeat", "1", "--threads", "1"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    out, err = capsys.readouterr()                       # pytest's capture is not a terminal
+    assert out.splitlines()[0].endswith("1 thread")      # --threads 1 took effect for the run
     assert "\r" not in err and len(err.strip().splitlines()) == len(bench.QUICK_CASES)
 
 
