@@ -94,17 +94,20 @@ def edge_batches(ctx):
     """Small batches that take a window's rarer turns: top_k = 0 (off, like -1); a k-th value tied with the
     next in a small vocabulary (the tie run decides, not the k-th position); a lone row whose top values are
     all equal; a tiny top_p on tied maxima (only the lower id stays); and the max at the first token of the
-    last, partial chunk of 64 (id 50240 of 50257)."""
+    last, partial chunk of 64 (id 50240 of 50257); and a top_k above 256, in a small and a large vocabulary."""
     ladder = torch.cat([torch.tensor([5.0, 4.0, 3.0, 3.0, 3.0]), torch.linspace(-1.0, -6.0, 59)])    # [64]
     spread = torch.randn(64, generator=torch.Generator().manual_seed(23))                         # [64]
     tied = torch.full((50257,), -4.0)
     tied[[9000, 31]] = 6.0                                                                        # maxima at 31 and 9000
     edge = torch.randn(50257, generator=torch.Generator().manual_seed(29)) - 4.0                  # [V]
     edge[50240] = 3.0                                                                             # 50240 = 785 * 64
+    g = torch.Generator().manual_seed(31)
+    wide_k = [torch.randn(1, vocab, generator=g) * 2.0 for vocab in (1000, 50257)]                 # [1, V] each
     return [(torch.stack([ladder, spread]), [ctx.params(top_k=3, seed=1), ctx.params(top_k=0, top_p=0.9, seed=2)], [[], []]),
             (torch.zeros(1, 64), [ctx.params(top_k=3, seed=3)], [[]]),
             (tied[None], [ctx.params(top_p=1e-30, seed=4)], [[]]),
-            (edge[None], [ctx.params(top_k=5, seed=5)], [[]])]
+            (edge[None], [ctx.params(top_k=5, seed=5)], [[]]),
+            *[(row, [ctx.params(top_k=300, seed=6)], [[]]) for row in wide_k]]
 
 
 def fast_probs(ctx, sampler, logits, params, prev):
