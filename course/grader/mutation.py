@@ -3,6 +3,7 @@
     python -m course.grader.mutation p08          (or p08-fast; ./check.sh mutation p08 does the same)
     ... --resume     go on with an interrupted session;   --recheck   and grade its unlisted survivors again
     ... --report     summarize the last session against the list of equivalent mutants
+    ... --module course/selection.py     mutate a module the solution imports, graded through the solution
 
 cosmic-ray (installed on first use) makes every mutant of a copy of the solution and runs, for each, a
 test command that grades it. A mutant the grader fails is killed; one it passes survives, and must then be
@@ -104,7 +105,7 @@ def serve(problem_name: str, sock_path: str) -> None:
     server.listen(8)
     while True:
         conn, _ = server.accept()
-        impl = conn.recv(4096).decode().strip()
+        impl, *override = conn.recv(8192).decode().strip().split("\n")
         if impl == "quit":
             conn.close()
             return
@@ -112,18 +113,41 @@ def serve(problem_name: str, sock_path: str) -> None:
             server.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             torch.set_num_threads(1)
-            code = _grade_child(problem, impl, ids, limits)
+            try:
+                for line in override:                 # "course.selection=/path/selection.py": graded in its place
+                    _replace_module(*line.split("=", 1))
+                code = _grade_child(problem, impl, ids, limits)
+            except BaseException:                     # noqa: BLE001 - a mutant that breaks its import is killed
+                code = 1
             signal.setitimer(signal.ITIMER_PROF, 0)
             conn.sendall(b"1" if code else b"0")
             os._exit(0)
         conn.close()
 
 
-def ask(sock_path: str, impl: str) -> int:
-    """The test command cosmic-ray runs: exit 0 when the grader passes the (mutated) file, 1 when it fails it."""
+def _replace_module(dotted: str, path: str) -> None:
+    """Import the file at path as module `dotted`, so whatever imports `dotted` afterwards gets this copy."""
+    spec = importlib.util.spec_from_file_location(dotted, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[dotted] = module
+    spec.loader.exec_module(module)
+    parent, _, leaf = dotted.rpartition(".")
+    if parent in sys.modules:
+        setattr(sys.modules[parent], leaf, module)
+
+
+def ask(sock_path: str, impl: str, module: str | None = None) -> int:
+    """The test command cosmic-ray runs: exit 0 when the grader passes the (mutated) file, 1 when it fails it.
+
+    module: "dotted.name=FILE" grades impl with FILE standing in for that module (a mutated helper of impl).
+    """
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     client.connect(sock_path)
-    client.sendall(str(Path(impl).resolve()).encode())
+    message = str(Path(impl).resolve())
+    if module:
+        dotted, path = module.split("=", 1)
+        message += f"\n{dotted}={Path(path).resolve()}"
+    client.sendall(message.encode())
     return 0 if client.recv(1) == b"0" else 1
 
 
@@ -173,21 +197,33 @@ def _listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1, recheck: bool = False) -> dict:
-    """Mutate a copy of the solution in out_dir and grade every mutant; workers > 1 grade side by side.
+def target(problem_name: str, module: str | None = None) -> tuple:
+    """(label, slug, source file): what a run mutates. label names its list of equivalents, slug its files.
+
+    module: None for the solution itself, or the path (from the repo root) of a course module the solution
+    imports, e.g. course/selection.py; its mutants are graded through the unchanged solution.
+    """
+    if module is None:
+        return problem_name, problem_name, get(problem_name).path("solution")
+    return f"{problem_name}:{module}", f"{problem_name}-{Path(module).stem}", ROOT / module
+
+
+def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1, recheck: bool = False,
+        module: str | None = None) -> dict:
+    """Mutate a copy of the solution (or of module) in out_dir and grade every mutant; workers > 1 side by side.
 
     resume: grade only the mutants the last session has not graded; recheck: and its survivors that are not
     listed as equivalent (after a new check).
     """
     bin_dir = ensure_cosmic_ray()
-    problem = get(problem_name)
-    work = out_dir / f"mutation-{problem_name}"                  # a fixed place: a resumed session finds its file
+    label, slug, source = target(problem_name, module)
+    work = out_dir / f"mutation-{slug}"                          # a fixed place: a resumed session finds its file
     work.mkdir(parents=True, exist_ok=True)
-    name = problem.path("solution").name                         # the session names it relative to a worker's folder
+    name = source.name                                           # the session names it relative to a worker's folder
     folders = [work] if workers == 1 else [work / f"worker{i}" for i in range(workers)]
     for folder in [work, *folders]:
         folder.mkdir(exist_ok=True)
-        shutil.copy(problem.path("solution"), folder / name)
+        shutil.copy(source, folder / name)
     sock = str(work / "oracle.sock")
     Path(sock).unlink(missing_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -202,17 +238,20 @@ def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1
                    f'name = "http"\n[cosmic-ray.distributor.http]\nworker-urls = {[f"http://127.0.0.1:{p}" for p in ports]}\n')
     config = work / "cr.toml"
     command = f"{sys.executable} -m course.grader.mutation --ask {sock} {name}"
+    if module is not None:                                       # the solution, with the mutated module in its place
+        dotted = module.removesuffix(".py").replace("/", ".")
+        command = f"{sys.executable} -m course.grader.mutation --ask {sock} {get(problem_name).path('solution')} --as {dotted}={name}"
     config.write_text(f'[cosmic-ray]\nmodule-path = "{name}"\ntimeout = {CHILD_LIMIT_S + 30}.0\nexcluded-modules = []\n'
                       f'test-command = "{command}"\n[cosmic-ray.distributor]\n{distributor}', encoding="utf-8")
-    session = out_dir / f"{problem_name}.sqlite"
-    saved = out_dir / f"mutation-{problem_name}.json"
+    session = out_dir / f"{slug}.sqlite"
+    saved = out_dir / f"mutation-{slug}.json"
     resume = resume and session.exists()
     before = json.loads(saved.read_text(encoding="utf-8")).get("seconds", 0) if resume and saved.exists() else 0
     if resume:                                                   # sessions from before this layout named it in full
         with sqlite3.connect(session) as db:
             db.execute("UPDATE mutation_specs SET module_path = ?", (name,))
             if recheck:
-                forget_unlisted_survivors(db, equivalents(problem_name))
+                forget_unlisted_survivors(db, equivalents(label))
     else:
         session.unlink(missing_ok=True)
     helpers = [subprocess.Popen([bin_dir / "cosmic-ray", "http-worker", "--port", str(port)], cwd=folder, env=env,
@@ -232,7 +271,7 @@ def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1
             quit_.connect(sock)
             quit_.sendall(b"quit")
         server.wait()
-    return summarize(problem_name, _records(bin_dir, session), before + time.monotonic() - t0)
+    return summarize(label, _records(bin_dir, session), before + time.monotonic() - t0)
 
 
 def _records(bin_dir: Path, session: Path) -> list:
@@ -240,11 +279,12 @@ def _records(bin_dir: Path, session: Path) -> list:
     return [json.loads(line) for line in dump.splitlines() if line.strip()]
 
 
-def report(problem_name: str, out_dir: Path) -> dict:
-    """The last session of problem_name, summarized against today's list of equivalent mutants."""
-    saved = out_dir / f"mutation-{problem_name}.json"
+def report(problem_name: str, out_dir: Path, module: str | None = None) -> dict:
+    """The last session of problem_name (or of its module), summarized against today's list of equivalent mutants."""
+    label, slug, _ = target(problem_name, module)
+    saved = out_dir / f"mutation-{slug}.json"
     seconds = json.loads(saved.read_text(encoding="utf-8"))["seconds"] if saved.exists() else 0
-    return summarize(problem_name, _records(ensure_cosmic_ray(), out_dir / f"{problem_name}.sqlite"), seconds)
+    return summarize(label, _records(ensure_cosmic_ray(), out_dir / f"{slug}.sqlite"), seconds)
 
 
 def summarize(problem_name: str, records: list, seconds: float) -> dict:
@@ -262,6 +302,9 @@ def main(argv=None) -> int:
     parser.add_argument("problem", nargs="?", choices=["p08", "p08-fast"])
     parser.add_argument("--serve", nargs=2, metavar=("PROBLEM", "SOCKET"), help=argparse.SUPPRESS)
     parser.add_argument("--ask", nargs=2, metavar=("SOCKET", "FILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--as", dest="as_module", metavar="DOTTED=FILE", help=argparse.SUPPRESS)
+    parser.add_argument("--module", metavar="PATH",
+                        help="mutate this module of the solution instead (e.g. course/selection.py for p08-fast)")
     parser.add_argument("--out", default=str(ROOT / "bench_out"), help="where the session database goes")
     parser.add_argument("--report", action="store_true", help="re-read the last session against the list, run nothing")
     parser.add_argument("--resume", action="store_true", help="go on with the last session's pending mutants")
@@ -274,12 +317,15 @@ def main(argv=None) -> int:
         serve(*args.serve)
         return 0
     if args.ask:
-        return ask(*args.ask)
+        return ask(*args.ask, module=args.as_module)
     if not args.problem:
         parser.error("name a problem: p08 or p08-fast")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    result = report(args.problem, out) if args.report else run(args.problem, out, args.resume or args.recheck, args.workers, args.recheck)
+    if args.module and not (ROOT / args.module).is_file():
+        parser.error(f"--module {args.module}: no such file under {ROOT}")
+    result = (report(args.problem, out, args.module) if args.report else
+              run(args.problem, out, args.resume or args.recheck, args.workers, args.recheck, args.module))
     score = result["killed"] + result["equivalent"]
     print(f"{result['problem']}: {result['mutants']} mutants, {result['run']} run, {result['killed']} killed by the grader, "
           f"{result['equivalent']} equivalent (listed), {len(result['unexplained'])} unexplained survivors; "
@@ -288,7 +334,7 @@ def main(argv=None) -> int:
     for item in result["unexplained"]:
         op, before, after = item["key"]
         print(f"  survived, line {item['where']}: {op}\n    - {before}\n    + {after}")
-    (out / f"mutation-{args.problem}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    (out / f"mutation-{target(args.problem, args.module)[1]}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     return 1 if result["unexplained"] else 0
 
 

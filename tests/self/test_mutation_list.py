@@ -11,13 +11,26 @@ DATA = tomllib.loads(mutation.EQUIVALENTS.read_text(encoding="utf-8"))
 ENTRIES = [(name, e) for name in DATA for e in DATA[name]]
 
 
-def test_the_list_only_names_known_problems():
-    assert set(DATA) <= set(problems.problems())
+def source_of(label):
+    """A list's label is a problem (its solution) or 'problem:path' (a module the solution imports)."""
+    problem, _, module = label.partition(":")
+    return mutation.target(problem, module or None)[2]
+
+
+def test_the_list_only_names_known_problems_and_files():
+    assert {label.partition(":")[0] for label in DATA} <= set(problems.problems())
+    assert all(source_of(label).is_file() for label in DATA)
+
+
+def test_a_module_target_has_its_own_label_files_and_source():
+    assert mutation.target("p08-fast")[:2] == ("p08-fast", "p08-fast")
+    label, slug, source = mutation.target("p08-fast", "course/selection.py")
+    assert (label, slug, source) == ("p08-fast:course/selection.py", "p08-fast-selection", mutation.ROOT / "course/selection.py")
 
 
 @pytest.mark.parametrize("problem,entry", ENTRIES, ids=[f"{p}:{e['before'][:40]}" for p, e in ENTRIES])
 def test_each_equivalent_mutant_is_still_in_its_solution_and_says_why(problem, entry):
-    source = problems.get(problem).path("solution").read_text(encoding="utf-8")
+    source = source_of(problem).read_text(encoding="utf-8")
     code = [line.split("#")[0].strip() for line in source.splitlines()]
     assert entry["before"] in code, f"stale entry: {entry['before']!r} is no longer a line of the {problem} solution"
     assert entry["operator"].startswith("core/") and entry["after"] != entry["before"]
