@@ -94,7 +94,8 @@ def edge_batches(ctx):
     """Small batches that take a window's rarer turns: top_k = 0 (off, like -1); a k-th value tied with the
     next in a small vocabulary (the tie run decides, not the k-th position); a lone row whose top values are
     all equal; a tiny top_p on tied maxima (only the lower id stays); and the max at the first token of the
-    last, partial chunk of 64 (id 50240 of 50257); and a top_k above 256, in a small and a large vocabulary."""
+    last, partial chunk of 64 (id 50240 of 50257); a top_k above 256, in a small and a large vocabulary; and
+    top_k = V (off) in a vocabulary of 64."""
     ladder = torch.cat([torch.tensor([5.0, 4.0, 3.0, 3.0, 3.0]), torch.linspace(-1.0, -6.0, 59)])    # [64]
     spread = torch.randn(64, generator=torch.Generator().manual_seed(23))                         # [64]
     tied = torch.full((50257,), -4.0)
@@ -107,7 +108,8 @@ def edge_batches(ctx):
             (torch.zeros(1, 64), [ctx.params(top_k=3, seed=3)], [[]]),
             (tied[None], [ctx.params(top_p=1e-30, seed=4)], [[]]),
             (edge[None], [ctx.params(top_k=5, seed=5)], [[]]),
-            *[(row, [ctx.params(top_k=300, seed=6)], [[]]) for row in wide_k]]
+            *[(row, [ctx.params(top_k=300, seed=6)], [[]]) for row in wide_k],
+            (torch.stack([spread, ladder]), [ctx.params(top_k=64, seed=7), ctx.params(top_k=4, seed=8)], [[], []])]
 
 
 def fast_probs(ctx, sampler, logits, params, prev):

@@ -132,6 +132,7 @@ def t4_filter_window(ctx):
         ("probs [0.5, 0.25, 0.15, 0.1], top_p=0.7 (blog bug 1)", blog, 4, [0], [0.7], [2.0], [True]),
         ("ties at the k-th value, top_k=2", ties, 6, [2], [INF], [0.0], [True]),
         ("a tie run up to the window's end, top_k=2", ties, 4, [2], [INF], [0.0], [False]),
+        ("a tie run up to the window's end, top_k=2, top_p=0.3 keeps 1", ties, 4, [2], [0.3], [0.0], [False]),
         ("tied maxima, top_k=1 keeps both, then top_p=0.45 of their mass", twin, 4, [1], [0.45], [twin_mass], [True]),
     ]
     spread = torch.randn(8, 300, generator=torch.Generator().manual_seed(46)) * 2.0          # [8, 300] no ties
