@@ -7,12 +7,14 @@
    reaches top_p x total. Buckets before it are kept whole, buckets after it are removed.
 4. Refine inside the crossing bucket only: sort its few members and keep them while the mass before each
    is < top_p x total (the reference rule: the token that crosses stays).
-The fast path in solutions/p08_sampler_fast.py may implement this differently; the notebook uses this file.
+The fast path in solutions/p08_sampler_fast.py buckets more finely (exponent and 7 mantissa bits, course/selection.py);
+top_p_buckets below gives the numbers of its selection for one row, for the hints' picture.
 """
 import torch
 from matplotlib.figure import Figure
 
 from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text
+from course.selection import BUCKET_SHIFT, bucket_cumsum, select_crossing, weights_and_buckets
 
 FRAC_BITS = 40   # fixed point: an e below 2^-40 counts as 0 (its whole bucket is far below any top_p cut)
 
@@ -71,3 +73,31 @@ def draw_buckets(sel, lang="zh", shown=None):
     fig._p08_state = dict(sel, share=share, shown_cum=cum)
     fig._p08_artists = {"bars": bars, "cumulative": line}
     return fig
+
+
+def top_p_buckets(row, top_p, temperature=1.0):
+    """One row's top-p selection: its non-empty buckets, most likely first, and where the mass crosses top_p.
+
+    row: [V] logits. Returns {'low', 'high': [m] bucket edges as probabilities, 'mass': [m] each bucket's share
+    of the probability, 'before': [m] the share of all buckets above it, 'tokens': [m] tokens per bucket,
+    'crossing': index (into the m buckets) of the bucket holding the crossing token, 'kept': tokens kept,
+    'kept_mass': their share (>= top_p)}. The kept set equals the reference's (solutions/p08_sampler.py).
+    """
+    x = row.detach().float().reshape(1, -1).cpu()                                # [1, V]
+    temp = torch.tensor([[temperature]], dtype=torch.float32)                    # [1, 1]
+    z = x / temp                                                                 # [1, V]
+    e, bucket, units = weights_and_buckets(z)                               # [1, V] each
+    cum = bucket_cumsum(bucket, units)                                      # [1, NB] ascending buckets
+    total = cum[0, -1].item()
+    quota = torch.tensor([[top_p]], dtype=torch.float32).double().mul(total).ceil().long()  # [1, 1]
+    token, z_cut, after = select_crossing(x, temp, bucket, units, cum, quota)
+    kept = int(((z > z_cut) | ((z == z_cut) & (torch.arange(x.shape[1]) <= token))).sum())
+    ids = torch.bincount(bucket[0], minlength=cum.shape[1]).nonzero()[:, 0].flip(0)  # [m] top bucket first
+    mass = torch.diff(cum[0], prepend=cum[0, :1] * 0)[ids].double() / total       # [m]
+    scale = float(2 ** (62 - x.shape[1].bit_length())) / total                   # weight -> probability
+    edge = lambda b: (b << BUCKET_SHIFT).int().view(torch.float32).double() * scale  # noqa: E731
+    return {"low": edge(ids).tolist(), "high": edge(ids + 1).tolist(), "mass": mass.tolist(),
+            "before": (mass.cumsum(0) - mass).tolist(),
+            "tokens": torch.bincount(bucket[0], minlength=cum.shape[1])[ids].tolist(),
+            "crossing": int((ids == bucket[0, token[0, 0]]).nonzero()[0, 0]), "kept": kept,
+            "kept_mass": after.item() / total}

@@ -8,7 +8,8 @@ import torch
 
 from course import bench, oracle
 from course.bench.baselines import ROOT, load_module
-from course.selection import _exp_, top_p_buckets
+from course.notebook.radix_demo import top_p_buckets
+from course.selection import _exp_
 
 FAST = load_module(ROOT / "solutions" / "p08_sampler_fast.py")
 REF = load_module(ROOT / "solutions" / "p08_sampler.py")
