@@ -95,8 +95,8 @@ def edge_batches(ctx):
     next in a small vocabulary (the tie run decides, not the k-th position); a lone row whose top values are
     all equal; a tiny top_p on tied maxima (only the lower id stays); and the max at the first token of the
     last, partial chunk of 64 (id 50240 of 50257); a top_k above 256, in a small and a large vocabulary; and
-    top_k = V (off) in a vocabulary of 64; and an exact top-p boundary inside a top-k window (two equal
-    maxima, top_k 2, top_p 0.5: the second one goes)."""
+    top_k = V (off) in a vocabulary of 64; an exact top-p boundary inside a top-k window (two equal maxima,
+    top_k 2, top_p 0.5: the second one goes); and 300 rows with top_k 300 in one batch."""
     ladder = torch.cat([torch.tensor([5.0, 4.0, 3.0, 3.0, 3.0]), torch.linspace(-1.0, -6.0, 59)])    # [64]
     spread = torch.randn(64, generator=torch.Generator().manual_seed(23))                         # [64]
     tied = torch.full((50257,), -4.0)
@@ -111,20 +111,23 @@ def edge_batches(ctx):
             (edge[None], [ctx.params(top_k=5, seed=5)], [[]]),
             *[(row, [ctx.params(top_k=300, seed=6)], [[]]) for row in wide_k],
             (torch.stack([spread, ladder]), [ctx.params(top_k=64, seed=7), ctx.params(top_k=4, seed=8)], [[], []]),
-            (torch.cat([torch.tensor([[5.0, 5.0]]), spread[None, 2:] - 8.0], 1), [ctx.params(top_k=2, top_p=0.5, seed=9)], [[]])]
+            (torch.cat([torch.tensor([[5.0, 5.0]]), spread[None, 2:] - 8.0], 1), [ctx.params(top_k=2, top_p=0.5, seed=9)], [[]]),
+            (torch.randn(300, 512, generator=g), [ctx.params(top_k=300, seed=i) for i in range(300)], [[]] * 300)]
 
 
 def order_batch(ctx, vocab=4096):
     """Top-p-only rows whose cut falls inside a run of nearly equal values: +0.0 beside -0.0 (equal: lower ids
-    first), +1e-4 beside -1e-4 (signs mixed in one probability bucket) and two floats one ulp apart above 2.0."""
-    a = torch.tensor(2.5).nextafter(torch.tensor(3.0)).item()                                   # 2.5 + 1 ulp
-    runs = [(1.0, [-0.0] * 20 + [0.0] * 20), (1.0, [-1e-4, 1e-4] * 20), (3.0, [2.5, a] * 20)]
+    first), +1e-4 beside -1e-4 (signs mixed in one probability bucket) and floats one ulp apart (2.5 and -2.5)."""
+    up = torch.tensor(2.5).nextafter(torch.tensor(3.0)).item()                                  # 2.5 + 1 ulp
+    down = torch.tensor(-2.5).nextafter(torch.tensor(-3.0)).item()                              # -2.5 - 1 ulp
+    runs = [(1.0, [-0.0] * 20 + [0.0] * 20), (1.0, [-1e-4, 1e-4] * 20), (3.0, [2.5, up] * 20), (-1.0, [down, -2.5] * 20)]
     rows = []
     for top, run in runs:
         row = torch.full((vocab,), -10.0)
         row[7], row[100:140] = top, torch.tensor(run)
         rows.append(row)
-    return torch.stack(rows), [ctx.params(top_p=top_p_keeping(row, 11), seed=10 + i) for i, row in enumerate(rows)], [[]] * 3
+    return (torch.stack(rows), [ctx.params(top_p=top_p_keeping(row, 11), seed=10 + i) for i, row in enumerate(rows)],
+            [[]] * len(rows))
 
 
 def fast_probs(ctx, sampler, logits, params, prev):
