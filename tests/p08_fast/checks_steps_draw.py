@@ -109,6 +109,9 @@ def t6_inverse_cdf(ctx):
     hair = torch.nextafter(torch.tensor(1.5), torch.tensor(2.0)).item()
     _check_columns(ctx, f32([[1.0, 1.5, 1.8]]), f32([[hair]]), torch.tensor([[0.9999999999]], dtype=torch.float64, device=dev),
                    f32([[1.0, 0.5, 0.0]]), "rounding leaves no column above u * total: the last with mass")
+    hair = torch.nextafter(torch.tensor(1.0), torch.tensor(2.0)).item()
+    _check_columns(ctx, f32([[1.0, 1.0, 1.0]]), f32([[hair]]), torch.tensor([[0.9999999999]], dtype=torch.float64, device=dev),
+                   f32([[1.0, 0.0, 0.0]]), "rounding, and only column 0 has mass: column 0, never a column without mass")
 
 
 def _check_columns(ctx, cs, total, u, e, label):
