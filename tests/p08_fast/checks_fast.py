@@ -91,12 +91,7 @@ def tie_batch(ctx, vocab=50257):
 
 
 def edge_batches(ctx):
-    """Small batches that take a window's rarer turns: top_k = 0 (off, like -1); a k-th value tied with the
-    next in a small vocabulary (the tie run decides, not the k-th position); a lone row whose top values are
-    all equal; a tiny top_p on tied maxima (only the lower id stays); and the max at the first token of the
-    last, partial chunk of 64 (id 50240 of 50257); a top_k above 256, in a small and a large vocabulary; and
-    top_k = V (off) in a vocabulary of 64; an exact top-p boundary inside a top-k window (two equal maxima,
-    top_k 2, top_p 0.5: the second one goes); and 300 rows with top_k 300 in one batch."""
+    """Small batches that take a fast path's rarer turns (each once let a wrong fast path through)."""
     ladder = torch.cat([torch.tensor([5.0, 4.0, 3.0, 3.0, 3.0]), torch.linspace(-1.0, -6.0, 59)])    # [64]
     spread = torch.randn(64, generator=torch.Generator().manual_seed(23))                         # [64]
     tied = torch.full((50257,), -4.0)
@@ -105,14 +100,18 @@ def edge_batches(ctx):
     edge[50240] = 3.0                                                                             # 50240 = 785 * 64
     g = torch.Generator().manual_seed(31)
     wide_k = [torch.randn(1, vocab, generator=g) * 2.0 for vocab in (1000, 50257)]                 # [1, V] each
-    return [(torch.stack([ladder, spread]), [ctx.params(top_k=3, seed=1), ctx.params(top_k=0, top_p=0.9, seed=2)], [[], []]),
-            (torch.zeros(1, 64), [ctx.params(top_k=3, seed=3)], [[]]),
-            (tied[None], [ctx.params(top_p=1e-30, seed=4)], [[]]),
-            (edge[None], [ctx.params(top_k=5, seed=5)], [[]]),
-            *[(row, [ctx.params(top_k=300, seed=6)], [[]]) for row in wide_k],
-            (torch.stack([spread, ladder]), [ctx.params(top_k=64, seed=7), ctx.params(top_k=4, seed=8)], [[], []]),
-            (torch.cat([torch.tensor([[5.0, 5.0]]), spread[None, 2:] - 8.0], 1), [ctx.params(top_k=2, top_p=0.5, seed=9)], [[]]),
-            (torch.randn(300, 512, generator=g), [ctx.params(top_k=300, seed=i) for i in range(300)], [[]] * 300)]
+    twin = torch.cat([torch.tensor([[5.0, 5.0]]), spread[None, 2:] - 8.0], 1)                      # [1, 64]
+    return [
+        # the k-th value ties the next in a small vocabulary (the tie run decides); top_k = 0 is off, like -1
+        (torch.stack([ladder, spread]), [ctx.params(top_k=3, seed=1), ctx.params(top_k=0, top_p=0.9, seed=2)], [[], []]),
+        (torch.zeros(1, 64), [ctx.params(top_k=3, seed=3)], [[]]),              # a lone row, all values equal
+        (tied[None], [ctx.params(top_p=1e-30, seed=4)], [[]]),                   # tied maxima: only the lower id stays
+        (edge[None], [ctx.params(top_k=5, seed=5)], [[]]),                       # the max opens the last partial chunk
+        *[(row, [ctx.params(top_k=300, seed=6)], [[]]) for row in wide_k],        # top_k above 256
+        (torch.stack([spread, ladder]), [ctx.params(top_k=64, seed=7), ctx.params(top_k=4, seed=8)], [[], []]),  # k = V: off
+        (twin, [ctx.params(top_k=2, top_p=0.5, seed=9)], [[]]),                  # mass before the 2nd is exactly 0.5: it goes
+        (torch.randn(300, 512, generator=g), [ctx.params(top_k=300, seed=i) for i in range(300)], [[]] * 300),  # many rows
+    ]
 
 
 def order_batch(ctx, vocab=4096):
