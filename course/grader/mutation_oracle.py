@@ -51,7 +51,8 @@ class _Stop(Exception):
 
 
 def serve(problem_name: str, sock_path: str) -> None:
-    """Answer 'grade FILE' requests on a unix socket with '0' (passes every check) or '1' (killed).
+    """Answer requests on a unix socket: a FILE to grade, optionally followed by a line 'dotted.module=FILE2'
+    (FILE2 stands in for that module); the answer is '0' (passes every check) or '1' (killed).
 
     Each request is graded in its own forked child, which answers on the connection itself: several
     cosmic-ray workers can ask at once. A child that dies (a crash, an alarm) closes the connection unanswered,
@@ -96,6 +97,7 @@ def serve(problem_name: str, sock_path: str) -> None:
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             torch.set_num_threads(1)
             try:
+                signal.setitimer(signal.ITIMER_PROF, IMPORT_LIMIT_S)  # a mutated module may loop at import
                 for line in override:                 # "course.selection=/path/selection.py": graded in its place
                     _replace_module(*line.split("=", 1))
                 code = _grade_child(problem, impl, ids, limits)
