@@ -122,16 +122,14 @@ def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1
     distributor = ('name = "local"\n' if workers == 1 else
                    f'name = "http"\n[cosmic-ray.distributor.http]\nworker-urls = {[f"http://127.0.0.1:{p}" for p in ports]}\n')
     config = work / "cr.toml"
-    command = f"{sys.executable} -m course.grader.mutation --ask {sock} {name}"
-    if module is not None:                                       # the solution, with the mutated module in its place
-        dotted = module.removesuffix(".py").replace("/", ".")
-        command = f"{sys.executable} -m course.grader.mutation --ask {sock} {get(problem_name).path('solution')} --as {dotted}={name}"
+    graded = name if module is None else (                      # the solution, with the mutated module in its place
+        f"{get(problem_name).path('solution')} --as {module.removesuffix('.py').replace('/', '.')}={name}")
+    command = f"{sys.executable} -m course.grader.mutation --ask {sock} {graded}"
     config.write_text(f'[cosmic-ray]\nmodule-path = "{name}"\ntimeout = {CHILD_LIMIT_S + 30}.0\nexcluded-modules = []\n'
                       f'test-command = "{command}"\n[cosmic-ray.distributor]\n{distributor}', encoding="utf-8")
-    session = out_dir / f"{slug}.sqlite"
-    saved = out_dir / f"mutation-{slug}.json"
+    session, saved = _session_files(out_dir, slug)
     resume = resume and session.exists()
-    before = json.loads(saved.read_text(encoding="utf-8")).get("seconds", 0) if resume and saved.exists() else 0
+    before = _seconds_so_far(saved) if resume else 0
     if resume:                                                   # sessions from before this layout named it in full
         with sqlite3.connect(session) as db:
             db.execute("UPDATE mutation_specs SET module_path = ?", (name,))
@@ -167,9 +165,18 @@ def _records(bin_dir: Path, session: Path) -> list:
 def report(problem_name: str, out_dir: Path, module: str | None = None) -> dict:
     """The last session of problem_name (or of its module), summarized against today's list of equivalent mutants."""
     label, slug, _ = target(problem_name, module)
-    saved = out_dir / f"mutation-{slug}.json"
-    seconds = json.loads(saved.read_text(encoding="utf-8"))["seconds"] if saved.exists() else 0
-    return summarize(label, _records(ensure_cosmic_ray(), out_dir / f"{slug}.sqlite"), seconds)
+    session, saved = _session_files(out_dir, slug)
+    return summarize(label, _records(ensure_cosmic_ray(), session), _seconds_so_far(saved))
+
+
+def _session_files(out_dir: Path, slug: str) -> tuple:
+    """(cosmic-ray's session database, the summary json main writes) of a run."""
+    return out_dir / f"{slug}.sqlite", out_dir / f"mutation-{slug}.json"
+
+
+def _seconds_so_far(saved: Path) -> float:
+    """The time the earlier runs of a session took, from its summary (0 without one)."""
+    return json.loads(saved.read_text(encoding="utf-8")).get("seconds", 0) if saved.exists() else 0
 
 
 def summarize(problem_name: str, records: list, seconds: float) -> dict:
@@ -219,7 +226,7 @@ def main(argv=None) -> int:
     for item in result["unexplained"]:
         op, before, after = item["key"]
         print(f"  survived, line {item['where']}: {op}\n    - {before}\n    + {after}")
-    (out / f"mutation-{target(args.problem, args.module)[1]}.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    _session_files(out, target(args.problem, args.module)[1])[1].write_text(json.dumps(result, indent=1), encoding="utf-8")
     return 1 if result["unexplained"] else 0
 
 
