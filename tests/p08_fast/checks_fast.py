@@ -6,7 +6,7 @@ import random
 import torch
 
 from course import oracle, problems
-from course.grader.checks import Fail, check, fmt_set, fmt_vec, params_text
+from course.grader.checks import Fail, _noting, check, fmt_set, fmt_vec, params_text
 from course.loader import load_solution
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
 
@@ -130,8 +130,10 @@ def order_batch(ctx, vocab=4096):
 
 
 def fast_probs(ctx, sampler, logits, params, prev):
-    out = sampler.filtered_probs(logits, params, prev)
     batch, vocab = logits.shape
+    rows = " | ".join(params_text(p) for p in params[:3]) + (" | ..." if batch > 3 else "")
+    out = _noting(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(logits.dtype)[6:]}, params: {rows})",
+                  sampler.filtered_probs, logits, params, prev)            # a crash says which batch raised it
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != (batch, vocab) or not out.is_floating_point():
         raise Fail(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}], ...) -> {type(out).__name__} "
                    f"{list(out.shape) if isinstance(out, torch.Tensor) else ''}",
