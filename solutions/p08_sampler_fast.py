@@ -4,22 +4,25 @@ Per row, exactly the reference's rule (solutions/p08_sampler.py):
 penalty -> greedy? -> temperature -> top-k -> top-p -> draw with the request's own generator.
 A row's kept set is found in one of two exact ways:
 - the window (rows with a small top_k): one top-k pass to [n, W], exp and prefix sums over W only, one
-  uniform per row for an inverse-CDF draw: p08-fast's steps 1-6 (notebooks/p08_fast_path.ipynb).
+  uniform per row for an inverse-CDF draw: p08-fast's steps 1-6 (notebooks/p08_fast_path.ipynb). The top-k
+  pass and the greedy rows' argmax read the logits once, as maxima of chunks of 64 (course/chunks.py).
 - the selection (top-p-only rows, a large top_k, no filter): put every token in a bucket by the float bits
   of its weight exp(z - max) (a log-scale histogram of the probabilities), add the weights per bucket as
   integers, find the bucket where the mass crosses top_p and order only that bucket's tokens. The draw is
   a second selection, at u * the kept mass.
 
-Batch invariance, bit for bit: a row's floats are elementwise, or window prefix sums whose entry j is one
-fixed tree of adds over columns 0..j (prefix_sum), or int64 sums of fixed-point weights (exact, so the same
-in any order, batch and device); equal values sit in ascending token id (the reference's stable sort);
-decisions are comparisons and integer counts; which way a row goes depends on the row alone; and the one
-uniform a row consumes comes from its own generator.
+Batch invariance, bit for bit: a row's floats are elementwise, or window prefix sums whose entry j is the
+same adds over columns 0..j for any W and batch (torch.cumsum's one float64 pass per row on the CPU, the fixed
+tree of prefix_sum elsewhere: filter_window), or int64 sums of fixed-point weights (exact, so the same in any order, batch
+and device); equal values sit in ascending token id (the reference's stable sort); decisions are comparisons
+and integer counts; which way a row goes depends on the row alone (so rows with a penalty may be sampled
+apart from the others); and the one uniform a row consumes comes from its own generator.
 """
 from functools import partial
 
 import torch
 
+from course.chunks import CHUNK, argmax_rows, chunk_maxima
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs
 from course.selection import (bucket_cumsum, bucket_members, bucket_of, crossing, select_crossing,
                               weights_and_buckets)
@@ -28,15 +31,15 @@ __all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "window_topk", "ca
            "row_total", "filter_window", "inverse_cdf", "weights_and_buckets", "bucket_cumsum", "bucket_of",
            "bucket_members", "crossing", "select_crossing"]
 
-CHUNK = 64           # window_topk reads the row as chunks of this many logits
 WINDOW_K = 256       # rows with 0 < top_k <= WINDOW_K use the window; a larger top_k uses the selection
 SORT_MAX = 4096      # the selection sorts its rows when rows * V is at most this (the same integers: the same answer)
 INF = float("inf")
 
 
 # step 1: prepare -------------------------------------------------------------------------------------
-def penalized_fp32(logits, params, prev_tokens):
-    """Step 1: fp32 logits [B, V]; the penalty goes onto a copy, at each row's distinct prev ids only."""
+def penalized_fp32(logits, params, prev_tokens, fresh=False):
+    """Step 1: fp32 logits [B, V]; the penalty goes onto a copy (fresh: logits is one already), at each row's
+    distinct prev ids only."""
     x = logits if logits.dtype == torch.float32 else logits.float()              # [B, V], fp32 input: no copy
     rows, ids, pens = [], [], []
     for i, (p, prev) in enumerate(zip(params, prev_tokens)):
@@ -47,7 +50,7 @@ def penalized_fp32(logits, params, prev_tokens):
             pens += [p.repetition_penalty] * len(seen)
     if not rows:
         return x
-    if x is logits:
+    if x is logits and not fresh:
         x = x.clone()                                                           # never the caller's tensor
     rows = torch.tensor(rows, device=x.device)                                  # [n]
     ids = torch.tensor(ids, device=x.device)                                    # [n]
@@ -57,17 +60,37 @@ def penalized_fp32(logits, params, prev_tokens):
     return x
 
 
+def _sources(logits, params, prev_tokens):
+    """[(x, at, ps)]: step 1 without copying a row that has no penalty. x [m, V] fp32, at[j] = the batch row
+    of x's row j, ps[j] its params (None: another source samples it). A row's result depends on the row alone,
+    so sampling the batch as two parts gives the same tokens."""
+    batch = len(params)
+    pen = [i for i, (p, prev) in enumerate(zip(params, prev_tokens)) if p.repetition_penalty != 1.0 and len(prev)]
+    if logits.dtype != torch.float32 or not pen or len(pen) == batch or logits.numel() < 1 << 18:  # one copy
+        return [(penalized_fp32(logits, params, prev_tokens), range(batch), params)]
+    ps = [params[i] for i in pen]
+    copy = penalized_fp32(logits.index_select(0, torch.tensor(pen, device=logits.device)), ps,
+                          [prev_tokens[i] for i in pen], fresh=True)            # [m, V] the penalised rows only
+    skip = set(pen)
+    return [(logits, range(batch), [None if i in skip else p for i, p in enumerate(params)]), (copy, pen, ps)]
+
+
 # step 3: the window ----------------------------------------------------------------------------------
-def window_topk(x, width):
-    """Exact torch.topk(x, width) [n, W]: chunk maxima pick the W chunks holding the top W; topk reads those."""
-    n, vocab = x.shape
-    chunks = vocab // CHUNK
+def window_topk(x, width, rows=None, maxima=None):
+    """Exact torch.topk(x[rows], width) [n, W]: chunk maxima pick the W chunks holding the top W; topk reads those.
+
+    rows: LongTensor [n] of x's rows (None: all of them); maxima: chunk_maxima(x) [B, C] if the caller has it.
+    Only the listed rows' picked chunks are copied, never whole rows.
+    """
+    chunks = x.shape[1] // CHUNK
     if chunks < 4 * width:
-        return torch.topk(x, width, dim=-1)                                      # [n, W] few chunks: no gain
-    body = x[:, :chunks * CHUNK].view(n, chunks, CHUNK)                          # [n, C, L] a view, no copy
-    best = torch.topk(body.amax(-1), width, dim=-1).indices                      # [n, W] chunks with top maxima
-    cand = body.gather(1, best[:, :, None].expand(n, width, CHUNK))              # [n, W, L] outside: <= W of these
-    cand = torch.cat([cand.view(n, width * CHUNK), x[:, chunks * CHUNK:]], 1)    # [n, W*L + tail]
+        return torch.topk(x if rows is None else x.index_select(0, rows), width, dim=-1)  # few chunks: no gain
+    body = x[:, :chunks * CHUNK].view(len(x), chunks, CHUNK)                     # [B, C, L] a view, no copy
+    rows = torch.arange(len(x), device=x.device) if rows is None else rows      # [n]
+    maxima = body.amax(-1) if maxima is None else maxima                        # [B, C]
+    best = torch.topk(maxima[rows], width, dim=-1, sorted=False).indices        # [n, W] chunks with top maxima
+    cand = body[rows[:, None], best].view(len(rows), width * CHUNK)             # [n, W*L] outside: <= W of these
+    cand = torch.cat([cand, x[rows, chunks * CHUNK:]], 1)                       # [n, W*L + tail]
     vals, pos = torch.topk(cand, width, dim=-1)                                  # [n, W]
     in_body = pos < width * CHUNK
     ids = best.gather(1, (pos // CHUNK).clamp(max=width - 1)) * CHUNK + pos % CHUNK  # [n, W] vocab ids
@@ -111,8 +134,8 @@ def _first_true(mask):
     """[n, W] bool -> [n, 1] long: the column of the first True (W where there is none); integer ops only."""
     if mask.shape[-1] == 0:
         return torch.zeros(mask.shape[0], 1, dtype=torch.long, device=mask.device)
-    cols = torch.arange(mask.shape[-1], dtype=torch.int32, device=mask.device)
-    return torch.where(mask, cols, mask.shape[-1]).amin(-1, keepdim=True).long()
+    cols = torch.arange(mask.shape[-1], device=mask.device)
+    return torch.where(mask, cols, mask.shape[-1]).amin(-1, keepdim=True)
 
 
 # step 4: top-k and top-p inside the window -----------------------------------------------------------
@@ -120,17 +143,25 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     """Steps 4-5 on a descending window z [n, W]: keep values >= the k-th, then drop once mass_before >= p.
 
     top_k [n, 1] (0 = off), top_p [n, 1] (inf = off), row_mass [n, 1] = sum of exp(z - max) over the whole
-    row (the 100 % of top-p when top-k is off). complete: the window is the whole row. Returns e [n, W]
+    row (the 100 % of top-p when top-k is off). complete: the window is the whole row. The sampler's shortcuts:
+    top_p None = off in every row, row_mass None = top-k on in every row. Returns e [n, W]
     (kept unnormalised probs, exactly 0 elsewhere), cs [n, W] (prefix sums of the window's exp), total
     [n, 1] (the kept mass) and certain [n] (the window holds the whole kept set; if not: widen, or select).
     """
     e = torch.exp(z - z[:, :1])                                                  # [n, W]; z[:, 0] is the max
-    cs = prefix_sum(e)                                                           # [n, W] entry j: W-independent
-    kth = torch.where(top_k > 0, z.gather(1, (top_k - 1).clamp(min=0)), -INF)   # [n, 1] the k-th largest
+    cs = e.cumsum(-1) if e.device.type == "cpu" else prefix_sum(e)              # [n, W] entry j: W-independent
+    if row_mass is None:
+        kth = z.gather(1, top_k - 1)                                             # [n, 1] the k-th largest
+    else:
+        kth = torch.where(top_k > 0, z.gather(1, (top_k - 1).clamp(min=0)), -INF)  # [n, 1] -inf: top-k off
     n_top_k = (z >= kth).sum(-1, keepdim=True)                                   # [n, 1] top-k keeps a prefix
-    mass = torch.where(top_k > 0, cs.gather(1, n_top_k - 1), row_mass)          # [n, 1] top-p's 100 %
-    n_top_p = 1 + _first_true(cs[:, :-1] >= top_p * mass)                        # [n, 1] first column dropped
-    n_kept = torch.minimum(n_top_k, n_top_p)                                     # [n, 1] >= 1: column 0 stays
+    n_kept = n_top_k
+    if top_p is not None:                                                        # None: top-p off in every row
+        mass = cs.gather(1, n_top_k - 1)                                         # [n, 1] top-p's 100 %
+        if row_mass is not None:
+            mass = torch.where(top_k > 0, mass, row_mass)
+        n_top_p = 1 + _first_true(cs[:, :-1] >= top_p * mass)                    # [n, 1] first column dropped
+        n_kept = torch.minimum(n_top_k, n_top_p)                                 # [n, 1] >= 1: column 0 stays
     e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0)  # [n, W] step 5: exact zeros
     total = cs.gather(1, n_kept - 1)                                             # [n, 1] at the row's own end
     if complete:
@@ -145,8 +176,8 @@ def inverse_cdf(cs, total, u, e):
     """Step 6: the first column whose prefix mass exceeds u * total and has mass; else the last with mass."""
     has_mass = e > 0                                                             # [n, W]
     first = _first_true((cs > u * total) & has_mass)                             # [n, 1] W if rounding misses
-    cols = torch.arange(e.shape[1], dtype=torch.int32, device=e.device)
-    return torch.minimum(first, torch.where(has_mass, cols, -1).amax(-1, keepdim=True).long())  # [n, 1]
+    last = torch.where(has_mass, torch.arange(e.shape[1], device=e.device), -1).amax(-1, keepdim=True)  # [n, 1]
+    return torch.minimum(first, last)                                            # [n, 1]
 
 
 def _sorted_crossing(order, z, after, quota):
@@ -183,33 +214,47 @@ class FastSampler:
     def sample(self, logits, req_ids, params, prev_tokens):
         """logits [B, V] -> LongTensor [B]: row i is req_ids[i]'s next token."""
         validate_sample_inputs(logits, req_ids, params, prev_tokens)
-        x = penalized_fp32(logits, params, prev_tokens)                          # [B, V]
-        greedy, window, select = self._parts(x, params)
-        tokens = torch.empty(x.shape[0], dtype=torch.long, device=x.device)     # [B]
-        if greedy:
-            tokens[greedy] = torch.argmax(_take(x, greedy), dim=-1)              # step 2: torch's tie rule
-        if window:
-            rows, e, cs, total, ids = window
-            u = self._uniforms([req_ids[i] for i in rows], [params[i] for i in rows], x.device)  # [n, 1]
-            tokens[rows] = ids.gather(1, inverse_cdf(cs, total, u, e))[:, 0]     # [n] vocab ids
-        if select:
-            u = self._uniforms([req_ids[i] for i in select], [params[i] for i in select], x.device)  # [n, 1]
-            tokens[select] = self._select(x, select, params, u)[:, 0]            # steps 3-6 by selection
+        with torch.inference_mode():                                             # ~10 % less per small op
+            tokens = self._sample(logits, req_ids, params, prev_tokens)
+        return tokens.clone()                                                    # an ordinary tensor again
+
+    def _sample(self, logits, req_ids, params, prev_tokens):
+        tokens = torch.empty(len(params), dtype=torch.long, device=logits.device)  # [B]
+        for x, at, ps in _sources(logits, params, prev_tokens):                  # step 1: [m, V] each
+            greedy, picks, window, select = self._parts(x, ps)
+            if window and len(window[0]) == len(params):                         # every row in the window
+                rows, e, cs, total, ids = window
+                return ids.gather(1, inverse_cdf(cs, total, self._uniforms(req_ids, params, x.device), e))[:, 0]
+            if greedy:
+                tokens[[at[i] for i in greedy]] = picks                          # step 2: torch's tie rule
+            if window:
+                rows, e, cs, total, ids = window
+                u = self._uniforms([req_ids[at[i]] for i in rows], [ps[i] for i in rows], x.device)  # [n, 1]
+                tokens[[at[i] for i in rows]] = ids.gather(1, inverse_cdf(cs, total, u, e))[:, 0]  # [n] vocab ids
+            if select:
+                u = self._uniforms([req_ids[at[i]] for i in select], [ps[i] for i in select], x.device)  # [n, 1]
+                tokens[[at[i] for i in select]] = self._select(x, select, ps, u)[:, 0]  # steps 3-6 by selection
         return tokens
 
     def filtered_probs(self, logits, params, prev_tokens):
         """[B, V] float32: the distribution each row is drawn from (greedy rows: one-hot at the argmax)."""
         validate_sample_inputs(logits, list(range(logits.shape[0])), params, prev_tokens)
-        x = penalized_fp32(logits, params, prev_tokens)                          # [B, V]
-        greedy, window, select = self._parts(x, params)
-        out = torch.zeros(x.shape, dtype=torch.float32, device=x.device)        # [B, V]
-        if greedy:
-            out[greedy, torch.argmax(_take(x, greedy), dim=-1)] = 1.0
-        if window:
-            rows, e, cs, total, ids = window
-            out[rows] = torch.zeros(len(rows), x.shape[1], device=x.device).scatter_(1, ids, e / total)  # [n, V]
-        if select:
-            out[select] = self._select(x, select, params)                         # [n, V]
+        with torch.inference_mode():
+            probs = self._filtered_probs(logits, params, prev_tokens)
+        return probs.clone()                                                     # an ordinary tensor again
+
+    def _filtered_probs(self, logits, params, prev_tokens):
+        out = torch.zeros(logits.shape, dtype=torch.float32, device=logits.device)  # [B, V]
+        for x, at, ps in _sources(logits, params, prev_tokens):                  # step 1: [m, V] each
+            greedy, picks, window, select = self._parts(x, ps)
+            if greedy:
+                out[[at[i] for i in greedy], picks] = 1.0
+            if window:
+                rows, e, cs, total, ids = window
+                probs = torch.zeros(len(rows), x.shape[1], device=x.device).scatter_(1, ids, e / total)  # [n, V]
+                out[[at[i] for i in rows]] = probs
+            if select:
+                out[[at[i] for i in select]] = self._select(x, select, ps)        # [n, V]
         return out
 
     def free(self, req_id):
@@ -250,30 +295,42 @@ class FastSampler:
         return self._shared[device]
 
     def _parts(self, x, params):
-        """Step 2 and the window: (greedy rows, the window's (rows, e, cs, total, ids) or None, selection rows).
+        """Step 2 and the window: (greedy rows, their argmax [g], the window's (rows, e, cs, total, ids) or None,
+        selection rows).
 
         A row with 0 < top_k <= WINDOW_K goes to the window, unless its k-th value ties the next one (the run
         of ties may leave the window: it depends on the row alone); every other sampled row to the selection.
+        Greedy and window rows read x once, as chunk maxima; neither copies whole rows.
         """
         vocab = x.shape[1]
         greedy, window, select = [], [], []
         for i, p in enumerate(params):                                           # step 2: who goes where
+            if p is None:
+                continue                                                         # another source's row
             if p.temperature < GREEDY_TEMPERATURE:
                 greedy.append(i)
             elif 0 < p.top_k <= WINDOW_K and p.top_k < vocab:
                 window.append(i)
             else:
                 select.append(i)
-        part, spilled = self._window(x, window, params) if window else (None, [])
-        return greedy, part, sorted(select + spilled)
+        chunked = vocab // CHUNK >= 4 * (max([params[i].top_k for i in window], default=0) + 1)  # window_topk's test
+        big = vocab >= 16 * CHUNK and x.numel() >= 1 << 18                      # argmax from chunks pays off
+        maxima = chunk_maxima(x) if greedy and big or window and chunked else None  # [B, C]
+        picks = None
+        if greedy:
+            rows = torch.tensor(greedy, device=x.device)                        # [g]
+            picks = torch.argmax(x.index_select(0, rows), -1) if maxima is None else argmax_rows(x, rows, maxima)
+        part, spilled = self._window(x, window, params, maxima) if window else (None, [])
+        return greedy, picks, part, sorted(select + spilled)
 
-    def _window(self, x, rows, params):
+    def _window(self, x, rows, params, maxima):
         """Steps 3-5 in a [n, W] window: ((rows, e, cs, total, ids) or None, rows whose k-th value ties the next)."""
         knobs = torch.tensor([[params[i].temperature, params[i].top_k, params[i].top_p if params[i].top_p < 1 else INF]
                               for i in rows], device=x.device)                   # [n, 3] fp32
         temp, top_k, top_p = knobs[:, :1], knobs[:, 1:2].long(), knobs[:, 2:]    # [n, 1] each
         width = max(params[i].top_k for i in rows) + 1                           # top_k + 1: see a tie go on
-        vals, ids = window_topk(_take(x, rows), width)                           # [n, W] the one pass over V
+        every = len(rows) == len(x)                                              # rows is all of x, in order
+        vals, ids = window_topk(x, width, None if every else torch.tensor(rows, device=x.device), maxima)  # [n, W]
         z, spilled = vals / temp, []                                             # [n, W] temperature on W only
         if bool((z[:, 1:] == z[:, :-1]).any()):                                  # ties somewhere:
             z, ids = canonical_window(z, ids)                                    # ascending ids among equals
@@ -285,7 +342,9 @@ class FastSampler:
                 if not rows:
                     return None, spilled
                 z, ids, top_k, top_p = z[~spill], ids[~spill], top_k[~spill], top_p[~spill]
-        e, cs, total, _ = filter_window(z, top_k, top_p, torch.zeros_like(top_p), complete=True)  # no tie at k:
+        if all(params[i].top_p >= 1 for i in rows):
+            top_p = None                                                         # top-p off in every row
+        e, cs, total, _ = filter_window(z, top_k, top_p, None, complete=True)   # no tie at k:
         return (rows, e, cs, total, ids), spilled                                # the kept set is in the window
 
     def _select(self, x, rows, params, u=None):
