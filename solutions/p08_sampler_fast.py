@@ -12,11 +12,12 @@ A row's kept set is found in one of two exact ways:
   a second selection, at u * the kept mass.
 
 Batch invariance, bit for bit: a row's floats are elementwise, or window prefix sums whose entry j is the
-same adds over columns 0..j for any W and batch (torch.cumsum's one float64 pass per row on the CPU, the fixed
-tree of prefix_sum elsewhere: filter_window), or int64 sums of fixed-point weights (exact, so the same in any order, batch
-and device); equal values sit in ascending token id (the reference's stable sort); decisions are comparisons
-and integer counts; which way a row goes depends on the row alone (so rows with a penalty may be sampled
-apart from the others); and the one uniform a row consumes comes from its own generator.
+same adds over columns 0..j for any W and batch (filter_window: torch.cumsum's one float64 pass per row on
+the CPU, the fixed tree of prefix_sum elsewhere), or int64 sums of fixed-point weights (exact, so the same in
+any order, batch and device); equal values sit in ascending token id (the reference's stable sort);
+decisions are comparisons and integer counts; which way a row goes depends on the row alone (so rows with a
+penalty may be sampled apart from the others); and the one uniform a row consumes comes from its own
+generator.
 """
 from functools import partial
 

@@ -21,7 +21,7 @@ def crafted(vocab, g):
     tail = torch.randn(vocab, generator=g)
     tail[-1] = 50.0                                                              # the maximum in the tail
     split = torch.randn(vocab, generator=g)
-    split[[3, CHUNK + 5, vocab - 1]] = 9.0                                       # tied maxima in two chunks and the tail
+    split[[3, CHUNK + 5, vocab - 1]] = 9.0                                       # tied maxima: 2 chunks, the tail
     late = torch.randn(vocab, generator=g)
     late[vocab // CHUNK * CHUNK - 1] = INF                                       # +inf at the body's last logit
     spiky = torch.where(torch.rand(vocab, generator=g) < 0.5, -INF, torch.randn(vocab, generator=g))
