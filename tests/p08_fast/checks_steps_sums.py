@@ -128,6 +128,7 @@ def t4_filter_window(ctx):
         ("example 2, rows a and c, W=6 (the whole row)", worked, 6, [3, 0], [0.6, 0.75], [0.0, row_c_mass], [True, True]),
         ("row a alone, W=5", worked[:1], 5, [3], [0.6], [0.0], [True]),
         ("row c alone, W=4", worked[1:], 4, [0], [0.75], [row_c_mass], [True]),
+        ("row a, top_k=1 keeps its maximum alone, W=4", worked[:1], 4, [1], [INF], [0.0], [True]),
         ("row c with top_p=0.9, W=4", worked[1:], 4, [0], [0.9], [row_c_mass], [False]),
         ("probs [0.5, 0.25, 0.15, 0.1], top_p=0.7 (blog bug 1)", blog, 4, [0], [0.7], [2.0], [True]),
         ("ties at the k-th value, top_k=2", ties, 6, [2], [INF], [0.0], [True]),
