@@ -101,6 +101,12 @@ def edge_batches(ctx):
     g = torch.Generator().manual_seed(31)
     wide_k = [torch.randn(1, vocab, generator=g) * 2.0 for vocab in (1000, 50257)]                 # [1, V] each
     twin = torch.cat([torch.tensor([[5.0, 5.0]]), spread[None, 2:] - 8.0], 1)                      # [1, 64]
+    greedy = torch.randn(8, 50257, generator=g) - 4.0                 # [8, V]: 8 * V >= 2 ** 18, a big batch
+    for row, ids in enumerate([[50256], [50240], [100, 50250], [63, 64], [0], [50239], [50241, 50255], [5]]):
+        greedy[row, ids] = 5.0                                        # maxima in the tail, across chunks, tied
+    greedy[7, 50250] = 4.0                                            # row 7: its penalty moves the max to 50250
+    short = torch.randn(3, 575, generator=g)                          # [3, 575]: 8 chunks of 64 and a tail of 63
+    short[0, 574], short[1, 520] = 9.0, 9.0                           # maxima far into a tail longer than 8 chunks
     return [
         # the k-th value ties the next in a small vocabulary (the tie run decides); top_k = 0 is off, like -1
         (torch.stack([ladder, spread]), [ctx.params(top_k=3, seed=1), ctx.params(top_k=0, top_p=0.9, seed=2)], [[], []]),
@@ -111,6 +117,9 @@ def edge_batches(ctx):
         (torch.stack([spread, ladder]), [ctx.params(top_k=64, seed=7), ctx.params(top_k=4, seed=8)], [[], []]),  # k = V: off
         (twin, [ctx.params(top_k=2, top_p=0.5, seed=9)], [[]]),                  # mass before the 2nd is exactly 0.5: it goes
         (torch.randn(300, 512, generator=g), [ctx.params(top_k=300, seed=i) for i in range(300)], [[]] * 300),  # many rows
+        (greedy, [ctx.params(temperature=0.0)] * 7 + [ctx.params(temperature=0.0, repetition_penalty=2.0)],
+         [[]] * 7 + [[5]]),                                                     # greedy rows: the first maximum
+        (short, [ctx.params(temperature=0.0)] * 2 + [ctx.params(top_k=1, seed=11)], [[]] * 3),  # beside a window row
     ]
 
 
