@@ -101,11 +101,12 @@ def edge_batches(ctx):
     g = torch.Generator().manual_seed(31)
     wide_k = [torch.randn(1, vocab, generator=g) * 2.0 for vocab in (1000, 50257)]                 # [1, V] each
     twin = torch.cat([torch.tensor([[5.0, 5.0]]), spread[None, 2:] - 8.0], 1)                      # [1, 64]
-    greedy = torch.randn(8, 50257, generator=g) - 4.0                 # [8, V]: 8 * V >= 2 ** 18, a big batch
+    h = torch.Generator().manual_seed(37)                             # its own stream: g's batches stay as they were
+    greedy = torch.randn(8, 50257, generator=h) - 4.0                 # [8, V]: 8 * V >= 2 ** 18, a big batch
     for row, ids in enumerate([[50256], [50240], [100, 50250], [63, 64], [0], [50239], [50241, 50255], [5]]):
         greedy[row, ids] = 5.0                                        # maxima in the tail, across chunks, tied
     greedy[7, 50250] = 4.0                                            # row 7: its penalty moves the max to 50250
-    short = torch.randn(3, 575, generator=g)                          # [3, 575]: 8 chunks of 64 and a tail of 63
+    short = torch.randn(3, 575, generator=h)                          # [3, 575]: 8 chunks of 64 and a tail of 63
     short[0, 574], short[1, 520] = 9.0, 9.0                           # maxima far into a tail longer than 8 chunks
     return [
         # the k-th value ties the next in a small vocabulary (the tie run decides); top_k = 0 is off, like -1
