@@ -8,6 +8,7 @@ import torch
 from course import oracle, problems
 from course.grader.checks import Fail, _noting, check, fmt_set, fmt_vec, params_text
 from course.loader import load_solution
+from course.sampling_params import GREEDY_TEMPERATURE
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
 
 FAST = ("p08-fast",)
@@ -171,12 +172,18 @@ def f1_filtered_distribution_equals_reference(ctx):
             if diff > 1e-6 or zeros_differ:
                 worst = zeros_differ[:3] or [int((got[i] - expected).abs().argmax())]
                 tokens = "; ".join(f"token {w}: yours {got[i, w].item():.4g}, reference {expected[w].item():.4g}" for w in worst)
+                if params[i].temperature < GREEDY_TEMPERATURE:                    # a one-hot row: say its rule
+                    why = ctx.t(f"greedy 行是惩罚之后那一行 torch.argmax 处的 one-hot（相等的最大值取第一个）：参考解在 token "
+                                f"{int(expected.argmax())}，你的在 token {int(got[i].argmax())}",
+                                f"a greedy row is one-hot at torch.argmax of the penalised row (the first of equal maxima): "
+                                f"the reference's is token {int(expected.argmax())}, yours token {int(got[i].argmax())}")
+                else:
+                    why = ctx.t(f"参考解保留 {int((expected > 0).sum())} 个 token，你的保留 {int((got[i] > 0).sum())} 个",
+                                f"the reference keeps {int((expected > 0).sum())} tokens, yours {int((got[i] > 0).sum())}")
                 raise Fail(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(dtype)[6:]}, ...), row {i} "
                            f"({params_text(params[i])}, {len(prev[i])} history tokens): {tokens}"
                            + ("" if zeros_differ else f" (max |difference| {diff:.2e}, allowed 1e-6)"),
-                           ctx.t(f"参考解保留 {int((expected > 0).sum())} 个 token，你的保留 {int((got[i] > 0).sum())} 个",
-                                 f"the reference keeps {int((expected > 0).sum())} tokens, yours {int((got[i] > 0).sum())}"),
-                           where="FastSampler.filtered_probs")
+                           why, where="FastSampler.filtered_probs")
 
 
 @check("F2", "被删掉的 token 概率恰好为 0（博客 bug 2：clamp_min）", "removed tokens have exactly zero probability (blog bug 2: clamp_min)",
