@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 
 from course.hints import anchor_label
 from course.lang import pick
 
-MAX_LINE = 220
+MAX_LINE = 220      # a report line's width; a longer explanation goes on at most MAX_FOLDS lines, then "…"
+MAX_FOLDS = 3
 
 
 def _color(code: str, text: str, enabled: bool) -> str:
@@ -20,6 +22,19 @@ def use_color(stream=sys.stdout) -> bool:
 
 def clip(text: str) -> str:
     return text if len(text) <= MAX_LINE else text[:MAX_LINE - 1] + "…"
+
+
+def fold(text: str) -> list:
+    """text as lines of at most MAX_LINE characters, broken at spaces where it can be: at most MAX_FOLDS of them,
+    the last clipped with "…" (so a long explanation stays whole, and a flood from a learner's value stays short)."""
+    if len(text) <= MAX_LINE:
+        return [text]
+    pieces = textwrap.wrap(text, MAX_LINE, break_long_words=True, break_on_hyphens=False, drop_whitespace=True)
+    return pieces[:MAX_FOLDS - 1] + [clip(" ".join(pieces[MAX_FOLDS - 1:]))] if len(pieces) > MAX_FOLDS else pieces
+
+
+def _folded(lines) -> list:
+    return [piece for line in lines for piece in fold(line)]
 
 
 def hint_line(hint, lang: str) -> str:
@@ -54,14 +69,14 @@ def failure_block(result, check, lang: str, verbose: bool) -> list:
             lines += ["--- output ---", *result.output_text.rstrip().splitlines()[-30:]]
         if result.traceback:
             lines += ["--- traceback ---", *result.traceback.rstrip().splitlines()[-40:]]
-    return [clip(line) for line in lines] if not verbose else lines
+    return _folded(lines) if not verbose else lines
 
 
 def render_result(result, check, lang: str, verbose: bool, color: bool) -> list:
     title = check.title(lang) if check else result.id
     if result.passed:
         shown = result.output_text.rstrip().splitlines()[-30:] if verbose else []
-        notes = [f"      {clip(line)}" for line in result.lines]
+        notes = [f"      {line}" for line in _folded(result.lines)]
         return [f"  {_color('32', '✓', color)} {title}"] + notes + [f"      | {line}" for line in shown]
     out = [f"  {_color('31', '✗', color)} {title}"]
     out += [f"      {line}" for line in failure_block(result, check, lang, verbose)]
@@ -114,7 +129,7 @@ def render_import_error(result, impl: str, lang: str, verbose: bool) -> list:
         head = pick(lang, f"✗ 导入 {impl} 时进程退出了", f"✗ the process died while importing {impl}")
     else:
         head = pick(lang, f"✗ 无法导入 {impl}", f"✗ cannot import {impl}")
-    out = [head] + [f"      {clip(line)}" for line in result.lines]
+    out = [head] + [f"      {line}" for line in _folded(result.lines)]
     if result.where:
         out.append(f"      {pick(lang, '位置', 'at')} {result.where}")
     if verbose and result.traceback:
