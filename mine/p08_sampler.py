@@ -39,7 +39,8 @@ def apply_top_p(logits, top_p):
 
     logits [V] (may already hold -inf) · returns a NEW [V]. top_p == 1 means "off" (an unchanged copy).
     The token whose probability carries the mass past top_p is kept, and the most probable token always
-    is; among equal logits the lower token id counts as more probable. How: hints L2 (./check.sh p08 --hint 2).
+    is. Where equal logits straddle the cut, which of them stay is yours to choose (p08-fast pins it: lower id
+    first). How: hints L2 (./check.sh p08 --hint 2).
     """
     # TODO(p08.5): the token that crosses top_p stays; at least one token always stays.
     raise _todo(5, "apply_top_p")
