@@ -173,10 +173,13 @@ def f1_filtered_distribution_equals_reference(ctx):
                 worst = zeros_differ[:3] or [int((got[i] - expected).abs().argmax())]
                 tokens = "; ".join(f"token {w}: yours {got[i, w].item():.4g}, reference {expected[w].item():.4g}" for w in worst)
                 if params[i].temperature < GREEDY_TEMPERATURE:                    # a one-hot row: say its rule
+                    mine = (got[i] > 0).nonzero().flatten().tolist()
+                    yours = (ctx.t(f"你的在 token {mine[0]}", f"yours at token {mine[0]}") if len(mine) == 1 else
+                             ctx.t(f"你的有 {len(mine)} 个非零 token {mine[:4]}", f"yours has {len(mine)} nonzero tokens {mine[:4]}"))
                     why = ctx.t(f"greedy 行是惩罚之后那一行 torch.argmax 处的 one-hot（相等的最大值取第一个）：参考解在 token "
-                                f"{int(expected.argmax())}，你的在 token {int(got[i].argmax())}",
+                                f"{int(expected.argmax())}，{yours}",
                                 f"a greedy row is one-hot at torch.argmax of the penalised row (the first of equal maxima): "
-                                f"the reference's is token {int(expected.argmax())}, yours token {int(got[i].argmax())}")
+                                f"the reference's is at token {int(expected.argmax())}, {yours}")
                 else:
                     why = ctx.t(f"参考解保留 {int((expected > 0).sum())} 个 token，你的保留 {int((got[i] > 0).sum())} 个",
                                 f"the reference keeps {int((expected > 0).sum())} tokens, yours {int((got[i] > 0).sum())}")

@@ -4,6 +4,7 @@ import torch
 
 from course import oracle
 from course.grader.checks import Fail, _noting, check, fmt_set, params_text
+from course.sampling_params import GREEDY_TEMPERATURE as GREEDY
 from tests.p08_fast.checks_steps import FAST, call, need_tensor, rows_text, step
 
 
@@ -66,6 +67,11 @@ def t5_filtered_probs(ctx):
                          f"kept {fmt_set(kept)}, expected {fmt_set(want)}" + (f"; max |difference| {diff:.2e}" if kept == want else "")]
                 if vocab <= 8:
                     lines.append(f"got {rows_text(out[i:i + 1], 8)}, expected {rows_text([expected], 8)}")
+                raw_max = int(torch.argmax(logits[i]))                            # the argmax before the penalty
+                if p.temperature < GREEDY and h and kept == {raw_max} != want:
+                    lines.append(ctx.t(f"greedy 行的 one-hot 落在了惩罚之前的 argmax（token {raw_max}）：先惩罚（第 1 步），再取 argmax",
+                                       f"the greedy row's one-hot sits at the argmax before the penalty (token {raw_max}): "
+                                       f"penalise first (step 1), then take the argmax"))
                 if kept != want and len(kept) == len(want) and label.startswith("tied"):
                     lines.append(ctx.t("截断落在一串相等的值中间：留下 token id 最小的那些（canonical_window 的顺序）。"
                                        "torch.topk 对并列值的顺序随窗口宽度 W 变，而 W 由同批的别人决定",

@@ -134,6 +134,8 @@ def t4_filter_window(ctx):
         ("ties at the k-th value, top_k=2", ties, 6, [2], [INF], [0.0], [True]),
         ("a tie run up to the window's end, top_k=2", ties, 4, [2], [INF], [0.0], [False]),
         ("a tie run up to the window's end, top_k=2, top_p=0.3 keeps 1", ties, 4, [2], [0.3], [0.0], [False]),
+        ("8 equal values, top-p only: the kept run (3 of them) ties the window's last value, W=4", torch.zeros(1, 8), 4,
+         [0], [0.3], [8.0], [False]),
         ("tied maxima, top_k=1 keeps both, then top_p=0.45 of their mass", twin, 4, [1], [0.45], [twin_mass], [True]),
         ("tied maxima, top_k=2, top_p=0.5: the mass before the second is exactly 0.5, so it goes", twin, 4, [2], [0.5],
          [0.0], [True]),

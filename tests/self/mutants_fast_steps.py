@@ -82,7 +82,13 @@ FAST_STEPS = [
            (("e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0)",
              "e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0).clamp_min(1e-9)"),),
            "blog bug 2 inside the window", "exactly 0 after"),
+    Mutant("certain_by_count", "T4.filter_window",
+           (("certain = (z.gather(1, n_kept - 1) > last) & (kth != last)", "certain = (n_kept < z.shape[1]) & (kth != last)"),),
+           "trusts a kept set that ends inside the window although its last value ties the window's last", "certain only when"),
     # step 5: filtered_probs
+    Mutant("probs_greedy_before_penalty", "T5.filtered_probs",
+           (("out[[at[i] for i in greedy], picks] = 1.0", "out[[at[i] for i in greedy], logits[[at[i] for i in greedy]].argmax(-1)] = 1.0"),),
+           "filtered_probs puts a greedy row's one-hot at the argmax before the penalty", "argmax before the penalty"),
     Mutant("filtered_probs_not_normalised", "T5.filtered_probs",
            (("scatter_(1, ids, e / total)", "scatter_(1, ids, e)"),),
            "window rows report the kept weights exp(z - max), not divided by the kept mass", "expected"),
