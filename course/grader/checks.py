@@ -70,6 +70,15 @@ class Fail(Exception):
         self.where = where
 
 
+class WrongOutput(Fail):
+    """sample() returned something other than a LongTensor [B] of ids on the logits' device: that is the cause
+    itself, so no check re-runs other steps to explain it (S6 is the check aimed at it)."""
+
+
+# a learner's exception that a check re-raises as it is instead of looking for a cause
+RAISE_AS_IS = (NotImplementedError, WrongOutput)
+
+
 class Missing(Exception):
     """The learner's file lacks a name the check needs."""
 
@@ -199,6 +208,24 @@ class Ctx:
                        self.t("结果里有 NaN", "the result holds NaN"), where=name)
         return out
 
+    def _output_problems(self, out, batch, device) -> list:
+        """What is wrong with sample()'s return value, one line each (empty when it is a LongTensor [B] on device)."""
+        if not isinstance(out, torch.Tensor):
+            return [self.t(f"返回的是 {type(out).__name__}，不是张量", f"it returned a {type(out).__name__}, not a tensor")]
+        problems = []
+        if out.dtype != torch.long:
+            problems.append(self.t(f"dtype 是 {str(out.dtype)[6:]}：要 torch.long（int64），例如 .long() 或 dtype=torch.long",
+                                   f"its dtype is {str(out.dtype)[6:]}: it must be torch.long (int64), e.g. .long() or "
+                                   f"dtype=torch.long"))
+        if tuple(out.shape) != (batch,):
+            problems.append(self.t(f"形状是 {list(out.shape)}，要 [{batch}]" + ("（去掉最后那一维）" if tuple(out.shape) == (batch, 1) else ""),
+                                   f"its shape is {list(out.shape)}, it must be [{batch}]"
+                                   + (" (drop the last dim)" if tuple(out.shape) == (batch, 1) else "")))
+        if out.device.type != device.type:
+            problems.append(self.t(f"它在 {out.device} 上，要和 logits 一样在 {device} 上",
+                                   f"it is on {out.device}, it must be on the logits' device {device}"))
+        return problems
+
     def sample(self, sampler, logits, req_ids, params, prev_tokens) -> list:
         """sampler.sample(...) checked to be a LongTensor [B] on logits.device with ids in [0, V)."""
         batch, vocab = logits.shape
@@ -206,16 +233,15 @@ class Ctx:
         called = (f"called {method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, "
                   f"req_ids={list(req_ids)[:4]}{'...' if batch > 4 else ''}, params[0]: {params_text(params[0])})")
         out = _noting(called, sampler.sample, logits, req_ids, params, prev_tokens)
-        ok = (isinstance(out, torch.Tensor) and out.dtype == torch.long and tuple(out.shape) == (batch,)
-              and out.device.type == logits.device.type)
-        if not ok:
-            raise Fail(f"{called} -> {describe(out)}",
-                       self.t(f"期望：LongTensor，形状 [{batch}]（不是 [{batch}, 1]），在 {logits.device} 上，第 i 个是 req_ids[i] 的 token",
-                              f"expected a LongTensor of shape [{batch}] (not [{batch}, 1]) on {logits.device}, row i = req_ids[i]'s token"),
-                       hint=("p08", 1, "d6"), where=method)
+        problems = self._output_problems(out, batch, logits.device)
+        if problems:
+            raise WrongOutput(f"{called} -> {describe(out)}", *problems,
+                              self.t("sample() 的返回值：LongTensor，形状 [B]，和 logits 在同一设备上，第 i 个是 req_ids[i] 的 token",
+                                     "sample() returns a LongTensor of shape [B] on the logits' device, row i = req_ids[i]'s "
+                                     "token"), hint=("p08", 1, "d6"), where=method)
         tokens = out.tolist()
         bad = [t for t in tokens if not 0 <= t < vocab]
         if bad:
-            raise Fail(f"{called} -> {tokens[:8]}", self.t(f"token id {bad[0]} 不在 [0, {vocab}) 内",
-                                                           f"token id {bad[0]} is outside [0, {vocab})"), where=method)
+            raise WrongOutput(f"{called} -> {tokens[:8]}", self.t(f"token id {bad[0]} 不在 [0, {vocab}) 内",
+                                                                  f"token id {bad[0]} is outside [0, {vocab})"), where=method)
         return tokens

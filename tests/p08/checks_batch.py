@@ -1,7 +1,8 @@
 """Acceptance check I1: batch invariance. A seeded request's tokens are the same alone and inside shuffled,
 changing batches; when they are not, the scenario that fails (and a smaller one that passes) names the cause."""
 from course import drive, oracle
-from course.grader.checks import Fail, check, params_text
+from course.grader.checks import RAISE_AS_IS, Fail, check, params_text
+from tests.p08 import diagnose
 from tests.p08.draws import runs
 
 BOTH = ("p08", "p08-fast")
@@ -52,6 +53,7 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
         if mismatch is None:
             continue
         lines, hint = mismatch, ("p08", 1, "q7")
+        diagnose.earlier_step_first(ctx, f"scenario '{name}': {lines[0]}")              # e.g. the output's order
         if name.startswith("seed=0") and first_mismatch(ctx, [("z1", P(seed=1, top_k=20), 7)], traffic, n, vocab) is None:
             why = ctx.t("同样的场景 seed=1 没问题，seed=0 就不行：0 也是一个 seed（`if not seed` / `if params.seed:` 把 0 当成了没有 seed，要写 `is None`）",
                         "the same scenario with seed=1 passes, with seed=0 it fails: 0 is a seed too (`if not seed` / "
@@ -103,7 +105,7 @@ def first_mismatch(ctx, group, traffic, steps, vocab, warmup=0):
     except Fail:
         raise
     except Exception as exc:  # noqa: BLE001 - a mismatch if the targets run alone without it, else the crash itself
-        if isinstance(exc, NotImplementedError):
+        if isinstance(exc, RAISE_AS_IS):
             raise
         for req_id, params, row_seed in group:
             drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, steps, vocab, ctx.device)

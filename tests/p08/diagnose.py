@@ -3,6 +3,7 @@
 A check that sees sample() go wrong must not guess. Before it names a cause of its own (step order, fp32,
 the generator), it calls `earlier_step_first`, which runs the simpler things that could explain the same
 symptom and, if one of them is wrong, fails with "fix that first":
+  0. the order of the output (row i is req_ids[i]'s token),
   1. the learner's apply_repetition_penalty / apply_top_k / apply_top_p on the very row (p08 only),
   2. greedy rows (argmax, before any division),
   3. the seeded stream (a request's draws must vary; different seeds must give different draws).
@@ -15,7 +16,7 @@ import math
 import torch
 
 from course import oracle
-from course.grader.checks import Fail, fmt_set, fmt_vec
+from course.grader.checks import RAISE_AS_IS, Fail, WrongOutput, fmt_set, fmt_vec
 from tests.p08.draws import counts_of, draws_of
 
 GREEDY = 1e-5
@@ -83,11 +84,69 @@ def stream_verdict(ctx):
     return None
 
 
+ORDER_IDS = ["zeta", "alpha", "m", "b"]                     # neither sorted nor in insertion order of a dict
+
+
+def order_verdict(ctx):
+    """None unless sample() returns the right tokens in another order than req_ids; else (lines, hint, check)."""
+    targets = [5, 1, 6, 2]
+    rows = [[4.0 if j == t else -1.0 - 0.1 * j for j in range(8)] for t in targets]          # [4, 8] argmax = targets
+    try:
+        got = ctx.sample(ctx.sampler(), ctx.tensor(rows), ORDER_IDS, [ctx.params(temperature=0.0)] * 4, [[]] * 4)
+    except RAISE_AS_IS:
+        raise
+    except Exception:  # noqa: BLE001 - a crash here says nothing about the order: the check reports what it saw
+        return None
+    if got != targets and sorted(got) == sorted(targets):
+        return ([f"called {ctx.sampler_name}.sample(4 greedy rows, req_ids={ORDER_IDS}) -> {got}, expected {targets}",
+                 ctx.t("每个 token 都对，但顺序变了：第 i 个输出属于 req_ids[i]",
+                       "every token is right but the order is not: output i belongs to req_ids[i]")], ("p08", 1, "d6"), "S6")
+    return None
+
+
+def peer_verdict(ctx, row, seed):
+    """Why a seeded request (seed, default params, on `row`) changes beside peers, from three probes with one peer
+    each (unseeded, the same seed, another seed), all with its own row and params. Returns a sentence."""
+    def tokens(peer):
+        sampler, out = ctx.sampler(), []
+        for step in range(4):
+            ids = ["p", "q"] if step % 2 == 0 else ["q", "p"]
+            params = [ctx.params(seed=seed) if r == "q" else peer for r in ids]
+            if peer is None:
+                ids, params = ["q"], [ctx.params(seed=seed)]
+            got = ctx.sample(sampler, ctx.tensor([row] * len(ids)), ids, params, [[] for _ in ids])
+            out.append(got[ids.index("q")])
+        return out
+    alone = tokens(None)
+    if tokens(ctx.params()) != alone:
+        return ctx.t("一个没有 seed、行和参数都与它相同的同伴就改变了它的 token：带 seed 的请求只能从自己的 generator 抽"
+                     "（没 seed 的用共享 generator），每步只抽自己的一次",
+                     "one unseeded peer with the same row and params already changes its tokens: a seeded request draws "
+                     "only from its own generator (the unseeded use the shared one), once per step")
+    same, other = tokens(ctx.params(seed=seed)) != alone, tokens(ctx.params(seed=seed + 92)) != alone
+    if same and not other:
+        return ctx.t(f"seed 相同（{seed}）的同伴会改变它，seed 不同的不会：generator 是按 seed 值存的，要按 req_id 存",
+                     f"a peer with the same seed ({seed}) changes it, one with another seed does not: the generators are "
+                     f"kept per seed value; keep one per req_id")
+    if other:
+        return ctx.t("一个 seed 不同、参数相同的同伴就改变了它：它的随机数取决于这个 batch（整批一个 generator、对 [B, V] 调一次 "
+                     "multinomial，或每步抽的个数随 batch 变）",
+                     "a peer with another seed and the same params changes it: its random numbers depend on the batch (one "
+                     "generator or one multinomial for the batch, or a number of draws that changes with it)")
+    return ctx.t("参数与它相同的同伴（没 seed、同 seed、别的 seed）都不改变它，参数不同的同伴（greedy、top_k=3、T=1.7）会："
+                 "它的结果用到了同伴的参数（整批共用的 k、p、温度，或随同伴参数变化的抽取次数）",
+                 "peers with its own params (unseeded, same seed, another seed) do not change it, peers with other params "
+                 "(greedy, top_k=3, T=1.7) do: its result uses the peers' params (a batch-wide k, p or temperature, or a "
+                 "number of draws that depends on them)")
+
+
 def greedy_verdict(ctx):
     """None when T = 0 rows give the argmax (no penalty involved); else (lines, hint, check)."""
     row = [0.5, 2.0, -1.0, 1.0]
     try:
         got = ctx.sample(ctx.sampler(), ctx.tensor([row]), ["g"], [ctx.params(temperature=0.0)], [[]])
+    except WrongOutput:
+        raise                                              # the output itself is the cause: S6's message
     except Fail as exc:
         return (exc.lines, ("p08", 1, "q3"), "I3")
     except Exception as exc:  # noqa: BLE001 - the learner's code may raise anything
@@ -156,7 +215,7 @@ def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False,
     """Fail with 'fix <check> first' if an earlier, simpler step explains the failure just observed.
 
     cases: (row, params, prev) whose pieces to re-run; greedy / stream / temperature: also re-check those."""
-    verdicts = [pieces_verdict(ctx, row, p, prev) for row, p, prev in cases]
+    verdicts = [order_verdict(ctx)] + [pieces_verdict(ctx, row, p, prev) for row, p, prev in cases]
     if greedy:
         verdicts.append(greedy_verdict(ctx))
     if stream:

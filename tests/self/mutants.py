@@ -79,7 +79,7 @@ P08 = [
          "        return torch.multinomial(rows, 1, generator=g)[:, 0]\n")), "one multinomial over the whole [B, V]", phrase='its own generator'),
     Mutant("float_output", "S6", (("tokens = torch.empty(len(req_ids), dtype=torch.long", "tokens = torch.empty(len(req_ids), dtype=torch.float32"),),
            "returns float tokens", phrase='LongTensor'),
-    Mutant("column_output", "S6", (("        return tokens\n", "        return tokens[:, None]\n"),), "returns [B, 1]", phrase='not [5, 1]'),
+    Mutant("column_output", "S6", (("        return tokens\n", "        return tokens[:, None]\n"),), "returns [B, 1]", phrase='drop the last dim'),
     Mutant("rows_sorted_by_id", "S6", (("        return tokens\n",
                                         "        return tokens[sorted(range(len(req_ids)), key=lambda i: str(req_ids[i]))]\n"),),
            "returns rows sorted by request id", phrase='order is not'),
@@ -161,6 +161,19 @@ P08 = [
     Mutant("batch_wide_max", "I1", (("            probs = torch.softmax(row, dim=-1)                                       # step 6: [V]\n",
                                      "            e = torch.exp(row - logits.float().max())\n            probs = e / e.sum()\n"),),
            "subtracts the batch's max, not the row's, before exp", phrase="over the whole batch"),
+    Mutant("output_in_sorted_id_order", "E3", (("        return tokens\n",
+                                                "        return tokens[sorted(range(len(req_ids)), key=lambda j: str(req_ids[j]))]\n"),),
+           "returns the tokens sorted by request id; E3 sees it first and must blame the order, not the generators",
+           phrase="fix S6 first"),
+    Mutant("int32_output", "S6", (("tokens = torch.empty(len(req_ids), dtype=torch.long,", "tokens = torch.empty(len(req_ids), dtype=torch.int32,"),),
+           "returns int32 token ids", phrase="its dtype is int32"),
+    Mutant("tensor_history_through_set", "E1.penalty", ((
+        "    seen = torch.unique(torch.as_tensor(prev_tokens, dtype=torch.long, device=logits.device))  # [n] distinct\n"
+        "    values = out[seen]                                                          # [n]\n"
+        "    out[seen] = torch.where(values > 0, values / penalty, values * penalty)    # [n]\n",
+        "    for t in set(prev_tokens):\n"
+        "        out[t] = out[t] / penalty if out[t] > 0 else out[t] * penalty\n"),),
+        "de-duplicates with set(), which keeps a tensor history's equal ids apart", phrase="read a tensor history like a list"),
     Mutant("divides_in_place_on_the_callers_row", "I2", (
         ("    out = logits.clone()                                                        # [V], never the caller's\n"
          "    if penalty == 1.0 or len(prev_tokens) == 0:\n        return out\n",

@@ -77,7 +77,8 @@ def test_learner_output_is_captured_and_shown_only_with_v():
 def test_wrong_return_types_are_reported_per_check():
     code, out, err = check_sh("p08", "--impl", str(HOSTILE / "wrong_returns.py"), "--lang", "en")
     assert code == 1 and f"0/{P08_CHECKS} checks passed" in out and "Traceback" not in out + err
-    assert "expected a floating tensor of shape [4]" in out and "expected a LongTensor of shape" in out
+    assert "expected a floating tensor of shape [4]" in out and "sample() returns a LongTensor of shape [B]" in out
+    assert "it returned a list, not a tensor" in out and "its dtype is float32" in out and "(drop the last dim)" in out
 
 
 def test_a_file_that_exits_is_reported_and_later_checks_still_run():
@@ -108,3 +109,15 @@ def test_the_fast_path_stub_is_graded_cleanly(tmp_path):
     assert code == 1 and f"0/{total} checks passed" in out and out.count("not implemented yet") == total
     assert out.index("✗ T1 penalized_fp32") < out.index("✗ T6 inverse_cdf") < out.index("✗ F1")   # steps first, in TODO order
     assert "Traceback" not in out + err and "see notebooks/p08_fast_path.ipynb §" in out
+
+
+def test_a_long_explanation_is_folded_whole_and_a_flood_is_cut():
+    """A why line longer than one report line goes on over a few lines, every word kept; a learner's huge value
+    (a repr of a whole tensor) still ends after MAX_FOLDS lines with '…'."""
+    from course.grader.report import MAX_FOLDS, MAX_LINE, fold
+    why = " ".join(f"word{i}" for i in range(60))                                      # ~ 400 characters
+    lines = fold(why)
+    assert 1 < len(lines) <= MAX_FOLDS and all(len(line) <= MAX_LINE for line in lines)
+    assert " ".join(lines) == why, f"fold({why[:40]}...) lost words: {lines}"
+    flood = fold("[" + ", ".join("0.125" for _ in range(5000)) + "]")
+    assert len(flood) == MAX_FOLDS and flood[-1].endswith("…") and all(len(line) <= MAX_LINE for line in flood)
