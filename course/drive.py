@@ -74,7 +74,11 @@ def mixed(make_sampler, sample, targets, steps, vocab, device, traffic: Traffic,
         for peer in list(peers):
             if rng.random() < traffic.leave:
                 peers.remove(peer)
-                sampler.free(peer.req_id)
+                try:
+                    sampler.free(peer.req_id)
+                except Exception as exc:
+                    exc.freed = peer                           # the caller can tell free() from sample() apart
+                    raise
         while len(peers) < traffic.max_peers and rng.random() < traffic.join:
             peers.append(Stream(f"peer{next_peer % 5}", traffic.make_params(rng), 10_000 + next_peer, shift=traffic.shift))
             next_peer += 1

@@ -107,6 +107,13 @@ def first_mismatch(ctx, group, traffic, steps, vocab, warmup=0):
     except Exception as exc:  # noqa: BLE001 - a mismatch if the targets run alone without it, else the crash itself
         if isinstance(exc, RAISE_AS_IS):
             raise
+        if (peer := getattr(exc, "freed", None)) is not None:
+            kind = ctx.t("没有 seed，没有 generator", "unseeded: it has no generator") if peer.params.seed is None else \
+                ctx.t(f"seed={peer.params.seed}", f"seed={peer.params.seed}")
+            raise Fail(f"{ctx.sampler_name}.free({peer.req_id!r}) raised {type(exc).__name__}: {str(exc)[:100]} ({kind})",
+                       ctx.t("free 一个没有 generator 的 id（没 seed 的、从没采样过的、已经 free 过的）什么也不做：用 dict.pop(req_id, None)",
+                             "free of an id that has no generator (unseeded, never sampled, or freed already) does nothing: "
+                             "dict.pop(req_id, None)"), hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.free") from None
         for req_id, params, row_seed in group:
             drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, steps, vocab, ctx.device)
         return [f"in mixed batches {ctx.sampler_name}.sample raised {type(exc).__name__}: {str(exc)[:100]}",

@@ -117,7 +117,7 @@ def e1_penalty_in_a_real_batch(ctx):
 
 
 # ---- I3.edges ---------------------------------------------------------------------------------------
-GREEDY_ROWS = [("tied maxima", [2.0, 5.0, 5.0, 1.0], {1, 2}),
+GREEDY_ROWS = [("tied maxima", [2.0, 5.0, 5.0, 1.0], {1}),                     # torch.argmax: the first of equal maxima
                ("a near-tie (1 ulp apart)", [1.0, 1.0 - 2 ** -20, -5.0, -5.0], {0}),
                ("huge values (row / T overflows)", [2e35, 3e35, -1e35, 0.0], {1})]
 
@@ -150,6 +150,10 @@ def i3_greedy_threshold_edges(ctx):
             elif len(set(got)) == 1 and got[0] == int((torch.tensor(row) / temperature).argmax()):
                 why = ctx.t("结果等于 argmax(row / T)：先除了温度再判断 greedy，除出来是 inf", "the result is argmax(row / T): "
                             "the division comes before the greedy test and gives inf")
+            elif len(set(got)) == 1 and row[got[0]] == max(row):
+                why = ctx.t(f"token {got[0]} 也是最大值之一，但 greedy 的规则是 torch.argmax：相等的最大值取第一个（token {min(allowed)}）",
+                            f"token {got[0]} ties for the maximum, but the greedy rule is torch.argmax, which returns the first "
+                            f"of equal maxima (token {min(allowed)})")
             else:
                 why = ctx.t(f"期望 {sorted(allowed)} 之一，并且每个请求都一样", f"expected one of {sorted(allowed)}, the same for every request")
             raise Fail(f"{observed} -> {got}", why, where=f"{ctx.sampler_name}.sample")

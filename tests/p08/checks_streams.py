@@ -60,6 +60,14 @@ def i5_stream_continuity_and_reset(ctx):
     if other_seed != expected:
         raise Fail(f"free('q'), then 'q' reused with seed=22 -> {other_seed}, expected a fresh seed-22 stream {expected}",
                    where=f"{ctx.sampler_name}.free")
+    kept = ctx.sampler()
+    switched = draws(kept, "k", 31, 4) + draws(kept, "k", 32, 4)   # no free between: the first generator stays
+    if switched != draws(ctx.sampler(), "k", 31, 8):
+        raise Fail(f"request 'k': 4 draws with seed=31, then 4 more with seed=32 (no free) -> {switched}, expected the "
+                   f"first 8 of seed 31's stream {draws(ctx.sampler(), 'k', 31, 8)}",
+                   ctx.t("req_id 第一次被采样时建 generator，一直用到 free：之后同一个 id 换了 seed 也不重建",
+                         "a req_id's generator is made the first time it is sampled and kept until free: a later seed for "
+                         "the same id changes nothing"), where=method)
     zero = []
     for global_seed in (1, 2):                                    # seed=0 must not depend on torch's global seed
         torch.manual_seed(global_seed)

@@ -165,6 +165,13 @@ P08 = [
                                                 "        return tokens[sorted(range(len(req_ids)), key=lambda j: str(req_ids[j]))]\n"),),
            "returns the tokens sorted by request id; E3 sees it first and must blame the order, not the generators",
            phrase="fix S6 first"),
+    Mutant("greedy_last_of_tied_maxima", "I3.edges", (("tokens[i] = torch.argmax(row)", "tokens[i] = (row == row.max()).nonzero()[-1, 0]"),),
+           "greedy takes the last of equal maxima, not torch.argmax's first", phrase="first of equal maxima"),
+    Mutant("generator_rebuilt_on_new_seed", "I5", (("        if req_id not in self._seeded:",
+                                                    "        if req_id not in self._seeded or self._seeded[req_id].initial_seed() != params.seed:"),),
+           "makes a new generator when a request's seed changes without free", phrase="a later seed for the same id changes nothing"),
+    Mutant("free_of_unknown_id_raises", "I1", (("        self._seeded.pop(req_id, None)", "        del self._seeded[req_id]"),),
+           "free() raises KeyError for an id that has no generator (an unseeded peer leaving)", phrase="does nothing"),
     Mutant("int32_output", "S6", (("tokens = torch.empty(len(req_ids), dtype=torch.long,", "tokens = torch.empty(len(req_ids), dtype=torch.int32,"),),
            "returns int32 token ids", phrase="its dtype is int32"),
     Mutant("tensor_history_through_set", "E1.penalty", ((
