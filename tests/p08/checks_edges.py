@@ -78,7 +78,8 @@ def e1_penalty_in_a_real_batch(ctx):
                 continue
             observed = (f"called {ctx.sampler_name}.sample({len(cases)} rows, {params_text(params[i])}), row {i} ({label}) "
                         f"-> token {got[i]}, expected {want}")
-            diagnose.earlier_step_first(ctx, observed, [(row, params[i], prev)], greedy="temperature" in mode)
+            diagnose.earlier_step_first(ctx, observed, [(row, params[i], prev)], greedy="temperature" in mode,
+                                        filters="top_k" in mode)
             why = why_row_is_wrong(ctx, case, mode)
             raise Fail(observed, *[w for w in [why] if w], hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
     plain = diagnose.penalty_verdict(ctx)                                  # T = 1, no filter: drawn, 300 seeds
@@ -147,9 +148,11 @@ def i3_greedy_threshold_edges(ctx):
                 why = ctx.t(f"T = {temperature} < 1e-5 也是 greedy（规则是 temperature < 1e-5），不能只判断 T == 0；"
                             "greedy 的结果不随 seed 变化", f"T = {temperature} < 1e-5 is greedy too (the rule is temperature "
                             "< 1e-5), not only T == 0; a greedy row does not change with the seed")
-            elif len(set(got)) == 1 and got[0] == int((torch.tensor(row) / temperature).argmax()):
-                why = ctx.t("结果等于 argmax(row / T)：先除了温度再判断 greedy，除出来是 inf", "the result is argmax(row / T): "
-                            "the division comes before the greedy test and gives inf")
+            elif len(set(got)) == 1 and got[0] in {int((torch.tensor(row) / t).argmax()) for t in (temperature, 1e-5) if t > 0} | (
+                    {int((torch.tensor(row) / temperature).argmax())} if temperature == 0 else set()):
+                why = ctx.t("结果等于这一行除以一个极小温度之后的 argmax：极大的值除出来溢出成 inf、彼此相等。greedy 要对没除过的（罚后的）行取 argmax",
+                            "the result is the argmax of the row divided by a tiny temperature, where huge values overflow to "
+                            "inf and tie: greedy takes the argmax of the undivided (penalised) row")
             elif len(set(got)) == 1 and row[got[0]] == max(row):
                 why = ctx.t(f"token {got[0]} 也是最大值之一，但 greedy 的规则是 torch.argmax：相等的最大值取第一个（token {min(allowed)}）",
                             f"token {got[0]} ties for the maximum, but the greedy rule is torch.argmax, which returns the first "

@@ -187,6 +187,25 @@ def e2_temperatures_drawn(ctx):
                             case=(LOG_PROBS, ctx.params(**kwargs), []))
 
 
+@check("E2.off", "sample() 里的“关闭”：top_k = 0、V、V+5 与 top_p = 1 都不过滤", "'off' inside sample(): top_k = 0, V, V+5 and "
+       "top_p = 1 filter nothing", hint=("p08", 1, "q5"), problems=BOTH)
+def e2_off_values_drawn(ctx):
+    settings = [dict(top_k=0), dict(top_k=4), dict(top_k=9), dict(top_p=1.0)]
+    draws = 600
+    counts = draw_many(ctx, settings, draws, LOG_PROBS, first_seed=3000)
+    for kwargs, c in zip(settings, counts):
+        label = f"sample(log {PROBS}, {kwargs})"
+        if c[0] == draws and "top_k" in kwargs:                  # only the maximum: the row was cut to one token
+            diagnose.earlier_step_first(ctx, f"{label}: {draws} draws -> token 0 every time", [(LOG_PROBS, ctx.params(**kwargs), [])])
+            raise Fail(f"{label}: {draws} draws -> token 0 every time, expected frequencies {fmt_vec(PROBS)}",
+                       ctx.t(f"top_k = {kwargs['top_k']} 在 sample() 里被当成了 top_k = 1：-1、0 和 >= V 都表示关闭"
+                             + ("（你的 apply_top_k 单独是对的）" if ctx.has_functions else ""),
+                             f"sample() treats top_k = {kwargs['top_k']} as top_k = 1: -1, 0 and >= V all mean off"
+                             + (" (your apply_top_k alone gets it right)" if ctx.has_functions else "")),
+                       hint=("p08", 1, "q5"), where=f"{ctx.sampler_name}.sample")
+        expect_distribution(ctx, label, c, PROBS, draws, ("p08", 1, "q5"), case=(LOG_PROBS, ctx.params(**kwargs), []))
+
+
 # ---- E3 ----------------------------------------------------------------------------------------------
 E3_ROW = [1.0, 0.5, 0.0, -0.5, 0.2, 0.9]
 

@@ -82,6 +82,14 @@ def i3_greedy_equivalents(ctx):
                                          "T = 0 crashes: the row is divided by the temperature (x / 0 = inf, 0 / 0 = NaN) "
                                          "before the greedy test. Test T < 1e-5 first"), hint=hint,
                                    where=f"{ctx.sampler_name}.sample") from None
+                    if "top_p" in kwargs and runs(ctx, logits, top_p=0.5):
+                        observed = f"{call} raised {type(exc).__name__}: {str(exc)[:100]}"
+                        diagnose.earlier_step_first(ctx, observed, [(logits[i].tolist(), params[i], []) for i in range(4)])
+                        raise Fail(observed, ctx.t(f"top_p = 0.5 时不崩，top_p = {kwargs['top_p']} 时崩。再小的 top_p 也要留下概率最大的 "
+                                                   "token（它之前的质量是 0）：top_p 很小时 sample() 是不是把 token 全删了？",
+                                                   f"top_p = 0.5 runs, top_p = {kwargs['top_p']} crashes. A tiny top_p still keeps the most "
+                                                   f"probable token (mass 0 before it): does sample() remove every token when top_p is tiny?"),
+                                   hint=hint, where=f"{ctx.sampler_name}.sample") from None
                     raise
                 if got != argmax:
                     observed = f"{call} at step {step} -> {got}, expected the argmax of each row {argmax}"

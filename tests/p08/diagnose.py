@@ -189,6 +189,8 @@ def penalty_verdict(ctx):
 FILTER_PROBES = [  # (row, params, the kept set a correct sample() draws from, what it shows)
     ([math.log(p) for p in (0.5, 0.25, 0.15, 0.1)], dict(top_p=0.7), {0, 1}, "top-p keeps the token that crosses top_p"),
     ([2.0, 1.0, 1.0, 0.0], dict(top_k=2), {0, 1, 2}, "top-k keeps every token tied with the k-th"),
+    ([1.0, 3.0, 0.0, 2.0], dict(top_k=1), {1}, "top_k=1 keeps only the largest value"),
+    ([1.0, 3.0, 0.0, 2.0], dict(top_k=2), {1, 3}, "top_k=2 keeps the two largest values, wherever they sit"),
     ([0.7, 0.7, 0.7, 0.7], dict(top_p=0.5), 2, "top-p removes a token whose mass before is exactly top_p"),
 ]
 
