@@ -12,6 +12,7 @@ threads. torch.cumsum is sequential on the CPU, so a cumsum in place of prefix_s
 (where a lone row and a batch take different cumsum kernels) shows why the fixed-tree scan is needed.
 """
 import functools
+import inspect
 
 import torch
 
@@ -36,9 +37,28 @@ def step(*names):
                                        f"no {', '.join(missing)} in your file: this step is not graded on its own; F1-F6 and "
                                        f"the whole-sampler checks grade your FastSampler"))
                 return None
+            other = [n for n in names if not _takes_the_steps_arguments(getattr(ctx.impl, n), n)]
+            if other and getattr(ctx.impl, ctx.sampler_name, None) is not None:   # a helper of the same name, own design
+                shown = ", ".join(f"{n}{inspect.signature(getattr(ctx.impl, n))}" for n in other)
+                ctx.notes.append(ctx.t(f"你的 {shown} 的参数和这一步的不一样：按你自己的设计处理，这一步不单独评分，由 F1-F6 和整体检查评 FastSampler",
+                                       f"your {shown} takes other arguments than this step's: treated as your own design, this "
+                                       f"step is not graded on its own; F1-F6 and the whole-sampler checks grade your FastSampler"))
+                return None
             return fn(ctx)
         return run
     return wrap
+
+
+def _takes_the_steps_arguments(fn, name) -> bool:
+    """Can fn be called the way the step is (the reference's required positional arguments)?"""
+    needed = [p for p in inspect.signature(getattr(reference(), name)).parameters.values() if p.default is p.empty]
+    try:
+        inspect.signature(fn).bind(*range(len(needed)))
+    except TypeError:
+        return False
+    except ValueError:                                    # no signature to read (a builtin): let the check call it
+        return True
+    return True
 
 
 def rows_text(t, limit=6) -> str:

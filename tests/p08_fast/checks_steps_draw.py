@@ -65,6 +65,13 @@ def t5_filtered_probs(ctx):
             if diff > 1e-6 or kept != want:
                 lines = [f"called FastSampler.filtered_probs({shown}) -> row {i} ({params_text(p)}): "
                          f"kept {fmt_set(kept)}, expected {fmt_set(want)}" + (f"; max |difference| {diff:.2e}" if kept == want else "")]
+                if kept != want and len(kept | want) > 12:                        # long sets: say where they differ
+                    lines.append(f"yours keeps {len(kept)} tokens, the reference {len(want)}: extra {fmt_set(kept - want)}, "
+                                 f"missing {fmt_set(want - kept)}")
+                total = float(out[i].double().sum())
+                if kept == want and abs(total - 1.0) > 1e-4:
+                    lines.append(ctx.t(f"你的这一行加起来是 {total:.4g}，不是 1：保留的权重要除以保留的质量",
+                                       f"your row sums to {total:.4g}, not 1: divide the kept weights by the kept mass"))
                 if vocab <= 8:
                     lines.append(f"got {rows_text(out[i:i + 1], 8)}, expected {rows_text([expected], 8)}")
                 raw_max = int(torch.argmax(logits[i]))                            # the argmax before the penalty

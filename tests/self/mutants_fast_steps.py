@@ -86,6 +86,9 @@ FAST_STEPS = [
            (("certain = (z.gather(1, n_kept - 1) > last) & (kth != last)", "certain = (n_kept < z.shape[1]) & (kth != last)"),),
            "trusts a kept set that ends inside the window although its last value ties the window's last", "certain only when"),
     # step 5: filtered_probs
+    Mutant("probs_over_the_window_mass", "T5.filtered_probs",
+           (("scatter_(1, ids, e / total)", "scatter_(1, ids, e / cs[:, -1:])"),),
+           "filtered_probs divides the kept weights by the whole window's mass", "not 1: divide the kept weights by the kept mass"),
     Mutant("probs_greedy_before_penalty", "T5.filtered_probs",
            (("out[[at[i] for i in greedy], picks] = 1.0", "out[[at[i] for i in greedy], logits[[at[i] for i in greedy]].argmax(-1)] = 1.0"),),
            "filtered_probs puts a greedy row's one-hot at the argmax before the penalty", "argmax before the penalty"),

@@ -101,3 +101,18 @@ def test_a_step_failure_reads_in_both_languages(lang, tmp_path):
     text = " ".join(result.lines)
     assert "called canonical_window(" in text and "expected ids [[4, 2, 7, 9, 0]]" in text
     assert ("升序" in text) if lang == "zh" else ("ascending token id" in text)
+
+
+def test_a_helper_named_like_a_step_with_other_arguments_is_the_learners_own_design(tmp_path):
+    """A fast path in its own shape may have a helper called filter_window(z, top_k, top_p, row_mass): T4 must
+    not call it the step's way and report a TypeError; it notes that the step is not graded on its own. The same
+    helper with the step's arguments but a wrong rule still fails T4."""
+    solution = problems.get("p08-fast").path("solution").read_text(encoding="utf-8")
+    own = solution + ("\n\ndef filter_window(z, top_k, top_p, row_mass):   # a helper of the learner's own design\n"
+                      "    raise AssertionError('the step check must not call this')\n")
+    path = tmp_path / "own_helper.py"
+    path.write_text(own, encoding="utf-8")
+    result = run("p08-fast", path, ["T4.filter_window"])["T4.filter_window"]
+    assert result.status == "pass" and "takes other arguments than this step's" in " ".join(result.lines), result.lines
+    wrong = mutate("p08-fast", next(m for m in FAST_STEPS if m.name == "certain_by_count"), tmp_path)
+    assert run("p08-fast", wrong, ["T4.filter_window"])["T4.filter_window"].status == "fail"
