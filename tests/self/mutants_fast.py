@@ -37,4 +37,11 @@ P08_FAST = [
     Mutant("window_ties_in_topk_order", "F1", (("            z, ids = canonical_window(z, ids)                                    # ascending ids among equals\n",
                                                 "            pass\n"),),
            "leaves ties inside the window in torch.topk's order", phrase="reference keeps"),
+    Mutant("probs_penalty_into_callers_logits", "F1",
+           (("        x = x.clone()                                                           # never the caller's tensor",
+             "        pass"),), "the penalty is written into the caller's fp32 logits", phrase="changed the caller's logits in place"),
+    Mutant("probs_penalty_on_every_rows_history", "F1",
+           (("x[rows, ids] = torch.where(values > 0, values / pens, values * pens)",
+             "x[:, ids] = torch.where(x[:, ids] > 0, x[:, ids] / pens, x[:, ids] * pens)"),),
+           "every row is penalised at every row's history ids", phrase="This row alone is right, wrong in this batch"),
 ]
