@@ -110,7 +110,10 @@ def edge_batches(ctx):
         (edge[None], [ctx.params(top_k=5, seed=5)], [[]]),                       # the max opens the last partial chunk
         *[(row, [ctx.params(top_k=300, seed=6)], [[]]) for row in wide_k],        # top_k above 256
         (torch.stack([spread, ladder]), [ctx.params(top_k=64, seed=7), ctx.params(top_k=4, seed=8)], [[], []]),  # k = V: off
-        (twin, [ctx.params(top_k=2, top_p=0.5, seed=9)], [[]]),                  # mass before the 2nd is exactly 0.5: it goes
+        (twin, [ctx.params(top_k=2, top_p=0.5, seed=9)], [[]],                   # mass before the 2nd is exactly 0.5: it goes
+         ("两个相等的最大值：第二个之前的质量恰好是 0.5 = top_p，已经达到，它要被删掉（mass_before >= top_p，不是 >）",
+          "two equal maxima: the mass before the second is exactly 0.5 = top_p, which already reaches it, so it goes "
+          "(mass before >= top_p, not >)")),
         (torch.randn(300, 512, generator=g), [ctx.params(top_k=300, seed=i) for i in range(300)], [[]] * 300),  # many rows
         (greedy, [ctx.params(temperature=0.0)] * 7 + [ctx.params(temperature=0.0, repetition_penalty=2.0)],
          [[]] * 7 + [[5]]),                                                     # greedy rows: the first maximum

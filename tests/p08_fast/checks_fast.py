@@ -30,6 +30,10 @@ def fast_probs(ctx, sampler, logits, params, prev):
     return out.detach().float().cpu()
 
 
+def _tokens(n):
+    return f"{n} token{'s' if n != 1 else ''}"
+
+
 def _differences(row, expected, exact):
     """(max |difference| to the fp32 or the fp64 reference, whichever is closer per token; tokens zero in one only)."""
     diff = torch.minimum((row - expected).abs(), (row.double() - exact).abs().float()).max().item()
@@ -44,7 +48,7 @@ def f1_filtered_distribution_equals_reference(ctx):
     batches = [heterogeneous_batch(ctx, seed, batch, vocab, dtype) for seed, batch, vocab, dtype in (
         (1, 24, 1000, torch.float32), (2, 8, 50257, torch.float32), (3, 16, 4096, torch.bfloat16),
         (4, 4, 151936, torch.float16))] + [wide_top_p_batch(ctx, 5, 8, 8192), tie_batch(ctx), *edge_batches(ctx), order_batch(ctx)]
-    for logits, params, prev in batches:
+    for logits, params, prev, *note in batches:                                 # note: (zh, en) the rule a batch is about
         batch, vocab, dtype = *logits.shape, logits.dtype
         given = logits.to(ctx.device).clone()                                   # the learner's copy: never the oracle's
         got = fast_probs(ctx, ctx.sampler(), given, params, prev)
@@ -72,13 +76,15 @@ def f1_filtered_distribution_equals_reference(ctx):
                                 f"the reference's is at token {int(expected.argmax())}, {yours}")
                 else:
                     why = ctx.t(f"参考解保留 {int((expected > 0).sum())} 个 token，你的保留 {int((got[i] > 0).sum())} 个",
-                                f"the reference keeps {int((expected > 0).sum())} tokens, yours {int((got[i] > 0).sum())}")
+                                f"the reference keeps {_tokens(int((expected > 0).sum()))}, yours {int((got[i] > 0).sum())}")
                     alone = fast_probs(ctx, ctx.sampler(), logits[i:i + 1].to(ctx.device), params[i:i + 1], prev[i:i + 1])
                     alone_diff, alone_zeros = _differences(alone[0], expected, exact)
                     if batch > 1 and alone_diff <= 1e-6 and not alone_zeros:
                         why += ctx.t("。这一行单独算是对的，放在这个 batch 里就错了：它的 penalty 或过滤用到了别的行（历史混在一起、整批的 k/p/max）",
                                      ". This row alone is right, wrong in this batch: its penalty or filtering uses the other "
                                      "rows (histories mixed between rows, a batch-wide k, p or max)")
+                if note:
+                    why += ctx.t("。", ". ") + ctx.t(*note[0])
                 raise Fail(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(dtype)[6:]}, ...), row {i} "
                            f"({params_text(params[i])}, {len(prev[i])} history tokens): {tokens}"
                            + ("" if zeros_differ else f" (max |difference| {diff:.2e}, allowed 1e-6)"),

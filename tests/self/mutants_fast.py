@@ -44,4 +44,7 @@ P08_FAST = [
            (("x[rows, ids] = torch.where(values > 0, values / pens, values * pens)",
              "x[:, ids] = torch.where(x[:, ids] > 0, x[:, ids] / pens, x[:, ids] * pens)"),),
            "every row is penalised at every row's history ids", phrase="This row alone is right, wrong in this batch"),
+    Mutant("exact_top_p_boundary_kept", "F1", (("n_top_p = 1 + _first_true(cs[:, :-1] >= top_p * mass)",
+                                                "n_top_p = 1 + _first_true(cs[:, :-1] > top_p * mass)"),),
+           "the window keeps a token whose mass before is exactly top_p", phrase="mass before >= top_p, not >"),
 ]
