@@ -16,7 +16,7 @@ import math
 import torch
 
 from course import oracle
-from course.grader.checks import RAISE_AS_IS, Fail, WrongOutput, fmt_set, fmt_vec
+from course.grader.checks import RAISE_AS_IS, Fail, WrongOutput, fmt_set, fmt_vec, params_text
 from tests.p08.draws import counts_of, draws_of
 
 GREEDY = 1e-5
@@ -105,15 +105,13 @@ def order_verdict(ctx):
 
 
 def peer_verdict(ctx, row, seed):
-    """Why a seeded request (seed, default params, on `row`) changes beside peers, from three probes with one peer
-    each (unseeded, the same seed, another seed), all with its own row and params. Returns a sentence."""
+    """Why a seeded request (seed, default params, on `row`) changes beside peers, from probes with one peer each:
+    unseeded, the same seed, another seed (all with its own row and params), then greedy, top_k=3, T=1.7."""
     def tokens(peer):
         sampler, out = ctx.sampler(), []
         for step in range(4):
-            ids = ["p", "q"] if step % 2 == 0 else ["q", "p"]
+            ids = ["q"] if peer is None else ["p", "q"] if step % 2 == 0 else ["q", "p"]
             params = [ctx.params(seed=seed) if r == "q" else peer for r in ids]
-            if peer is None:
-                ids, params = ["q"], [ctx.params(seed=seed)]
             got = ctx.sample(sampler, ctx.tensor([row] * len(ids)), ids, params, [[] for _ in ids])
             out.append(got[ids.index("q")])
         return out
@@ -133,11 +131,14 @@ def peer_verdict(ctx, row, seed):
                      "multinomial，或每步抽的个数随 batch 变）",
                      "a peer with another seed and the same params changes it: its random numbers depend on the batch (one "
                      "generator or one multinomial for the batch, or a number of draws that changes with it)")
-    return ctx.t("参数与它相同的同伴（没 seed、同 seed、别的 seed）都不改变它，参数不同的同伴（greedy、top_k=3、T=1.7）会："
-                 "它的结果用到了同伴的参数（整批共用的 k、p、温度，或随同伴参数变化的抽取次数）",
-                 "peers with its own params (unseeded, same seed, another seed) do not change it, peers with other params "
-                 "(greedy, top_k=3, T=1.7) do: its result uses the peers' params (a batch-wide k, p or temperature, or a "
-                 "number of draws that depends on them)")
+    for peer in (ctx.params(temperature=0.0), ctx.params(seed=99, top_k=3), ctx.params(seed=5, temperature=1.7)):
+        if tokens(peer) != alone:
+            return ctx.t(f"参数与它相同的同伴不改变它，一个 {params_text(peer)} 的同伴会：它的结果用到了同伴的参数"
+                         "（整批共用的 k、p、温度，或随同伴参数变化的抽取次数）",
+                         f"peers with its own params do not change it, one peer with {params_text(peer)} does: its result "
+                         f"uses the peers' params (a batch-wide k, p or temperature, or a number of draws that depends on them)")
+    return ctx.t("任何一个单独的同伴都不改变它，只有更大的 batch 会（见下面的 I1）",
+                 "no single peer changes it, only the larger batches do (I1 below shows a smaller failing case, if any)")
 
 
 def greedy_verdict(ctx):

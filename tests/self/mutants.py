@@ -182,6 +182,9 @@ P08 = [
            "sample() removes every token when top_p is tiny", phrase="does sample() remove every token"),
     Mutant("greedy_argmax_of_divided_row", "I3.edges", (("tokens[i] = torch.argmax(row)", "tokens[i] = torch.argmax(row / max(p.temperature, 1e-5))"),),
            "greedy takes the argmax of row / max(T, 1e-5): huge values overflow and tie", phrase="overflow to inf"),
+    Mutant("batch_wide_top_k", "E3", (("row = apply_top_k(row, p.top_k)",
+                                       "row = apply_top_k(row, min([q.top_k for q in params if q.top_k > 0], default=p.top_k))"),),
+           "applies the smallest top_k in the batch to every row", phrase="one peer with top_k=3, seed=99 does"),
     Mutant("int32_output", "S6", (("tokens = torch.empty(len(req_ids), dtype=torch.long,", "tokens = torch.empty(len(req_ids), dtype=torch.int32,"),),
            "returns int32 token ids", phrase="its dtype is int32"),
     Mutant("tensor_history_through_set", "E1.penalty", ((
