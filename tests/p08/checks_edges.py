@@ -148,8 +148,7 @@ def i3_greedy_threshold_edges(ctx):
                 why = ctx.t(f"T = {temperature} < 1e-5 也是 greedy（规则是 temperature < 1e-5），不能只判断 T == 0；"
                             "greedy 的结果不随 seed 变化", f"T = {temperature} < 1e-5 is greedy too (the rule is temperature "
                             "< 1e-5), not only T == 0; a greedy row does not change with the seed")
-            elif len(set(got)) == 1 and got[0] in {int((torch.tensor(row) / t).argmax()) for t in (temperature, 1e-5) if t > 0} | (
-                    {int((torch.tensor(row) / temperature).argmax())} if temperature == 0 else set()):
+            elif len(set(got)) == 1 and got[0] in {int((torch.tensor(row) / t).argmax()) for t in (temperature, 1e-5)}:
                 why = ctx.t("结果等于这一行除以一个极小温度之后的 argmax：极大的值除出来溢出成 inf、彼此相等。greedy 要对没除过的（罚后的）行取 argmax",
                             "the result is the argmax of the row divided by a tiny temperature, where huge values overflow to "
                             "inf and tie: greedy takes the argmax of the undivided (penalised) row")

@@ -77,8 +77,9 @@ def f1_filtered_distribution_equals_reference(ctx):
                 else:
                     why = ctx.t(f"参考解保留 {int((expected > 0).sum())} 个 token，你的保留 {int((got[i] > 0).sum())} 个",
                                 f"the reference keeps {_tokens(int((expected > 0).sum()))}, yours {int((got[i] > 0).sum())}")
-                    alone = fast_probs(ctx, ctx.sampler(), logits[i:i + 1].to(ctx.device), params[i:i + 1], prev[i:i + 1])
-                    alone_diff, alone_zeros = _differences(alone[0], expected, exact)
+                    if batch > 1:                                                  # only a batch has peers to blame
+                        alone = fast_probs(ctx, ctx.sampler(), logits[i:i + 1].to(ctx.device), params[i:i + 1], prev[i:i + 1])
+                        alone_diff, alone_zeros = _differences(alone[0], expected, exact)
                     if batch > 1 and alone_diff <= 1e-6 and not alone_zeros:
                         why += ctx.t("。这一行单独算是对的，放在这个 batch 里就错了：它的 penalty 或过滤用到了别的行（历史混在一起、整批的 k/p/max）",
                                      ". This row alone is right, wrong in this batch: its penalty or filtering uses the other "
