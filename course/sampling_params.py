@@ -11,7 +11,8 @@ GREEDY_TEMPERATURE = 1e-5  # temperature below this means argmax (seed page, ste
 
 
 def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    """An integer of any integral type (torch and numpy ones too), but not a bool; a plain int is checked first."""
+    return type(value) is int or isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def window_topk(x, width, rows=None, maxima=None):
     """Exact torch.topk(x[rows], width) [n, W]: chunk maxima pick the W chunks holding the top W; topk reads those.
 
     rows: LongTensor [n] of x's rows (None: all of them); maxima: chunk_maxima(x) [B, C] if the caller has it.
-    Only the listed rows' picked chunks are copied, never whole rows.
+    Only the listed rows' picked chunks are copied, never whole rows (unless x is not contiguous: then x once).
     """
     chunks = x.shape[1] // CHUNK
     if chunks < 4 * width:
@@ -90,7 +90,9 @@ def window_topk(x, width, rows=None, maxima=None):
     rows = torch.arange(len(x), device=x.device) if rows is None else rows      # [n]
     maxima = body.amax(-1) if maxima is None else maxima                        # [B, C]
     best = torch.topk(maxima[rows], width, dim=-1, sorted=False).indices        # [n, W] chunks with top maxima
-    cand = body[rows[:, None], best].view(len(rows), width * CHUNK)             # [n, W*L] outside: <= W of these
+    starts = (rows[:, None] * x.shape[1] + best * CHUNK).view(-1)               # [n*W] picked chunks' offsets
+    spans = x.reshape(-1).unfold(0, CHUNK, 1)                                   # [B*V - L + 1, L] a view
+    cand = spans.index_select(0, starts).view(len(rows), width * CHUNK)         # [n, W*L] outside: <= W of these
     cand = torch.cat([cand, x[rows, chunks * CHUNK:]], 1)                       # [n, W*L + tail]
     vals, pos = torch.topk(cand, width, dim=-1)                                  # [n, W]
     in_body = pos < width * CHUNK
@@ -269,13 +271,12 @@ class FastSampler:
         if len(shared) == len(params):
             return torch.rand(len(params), 1, generator=self._shared_generator(device), dtype=torch.float64,
                               device=device)
-        draws = []
-        for req_id, p in zip(req_ids, params):                                   # one scalar draw per row
-            if p.seed is not None and req_id not in self._seeded:
+        draws = torch.empty(len(params), 1, dtype=torch.float64, device=device)  # [n, 1]
+        for row, req_id, p in zip(draws, req_ids, params):                       # one draw per row, in place:
+            if p.seed is not None and req_id not in self._seeded:                # torch.rand's numbers, no cat
                 self._seeded[req_id] = torch.Generator(device=device).manual_seed(p.seed)
-            generator = self._shared_generator(device) if p.seed is None else self._seeded[req_id]
-            draws.append(torch.rand(1, generator=generator, dtype=torch.float64, device=device))
-        return torch.cat(draws)[:, None]
+            row.uniform_(generator=self._shared_generator(device) if p.seed is None else self._seeded[req_id])
+        return draws
 
     def _work(self, n, vocab, device):
         """Buffers (e, bucket, units, scratch) [n, V] for the selection, kept for the last few shapes up to 16M."""

@@ -32,14 +32,16 @@ def crafted(vocab, g):
 def test_window_topk_is_torch_topk_on_the_listed_rows(vocab):
     """Same values as torch.topk (in order), ids that point at them, distinct; any subset of rows, given maxima."""
     x = crafted(vocab, torch.Generator().manual_seed(vocab))
-    for rows in (None, torch.tensor([7, 0, 5]), torch.tensor([4])):
-        picked = x if rows is None else x[rows]
-        for width in (1, 2, 41, vocab // CHUNK // 4):
-            for maxima in (None, chunk_maxima(x)):
-                vals, ids = FAST.window_topk(x, width, rows, maxima)
-                assert torch.equal(vals, torch.topk(picked, width, dim=-1).values), (vocab, rows, width)
-                assert torch.equal(picked.gather(1, ids), vals), (vocab, rows, width)
-                assert all(len(set(r)) == width for r in ids.tolist()), (vocab, rows, width)
+    wide = torch.cat([x, torch.randn(len(x), 3, generator=torch.Generator().manual_seed(3))], 1)
+    for x in (x, wide[:, :vocab], wide[:, :vocab].t().contiguous().t()):        # contiguous, then two strided views
+        for rows in (None, torch.tensor([7, 0, 5]), torch.tensor([4])):
+            picked = x if rows is None else x[rows]
+            for width in (1, 2, 41, vocab // CHUNK // 4):
+                for maxima in (None, chunk_maxima(x)):
+                    vals, ids = FAST.window_topk(x, width, rows, maxima)
+                    assert torch.equal(vals, torch.topk(picked, width, dim=-1).values), (vocab, rows, width)
+                    assert torch.equal(picked.gather(1, ids), vals), (vocab, rows, width)
+                    assert all(len(set(r)) == width for r in ids.tolist()), (vocab, rows, width)
 
 
 @pytest.mark.parametrize("vocab", [1024, 4096 + 37, 50257])
