@@ -78,6 +78,16 @@ def test_time_ms_returns_a_median_and_calls_fn():
     assert ms >= 0 and len(calls) >= 2 + 3
 
 
+def test_time_many_varies_which_callable_goes_first():
+    """Every callable is timed, and the order changes between rounds (a call can pay for its predecessor)."""
+    order = []
+    ms = bench.time_many({name: (lambda n: lambda: order.append(n))(name) for name in "abcd"}, repeat=6, warmup=1)
+    assert set(ms) == set("abcd") and all(t >= 0 for t in ms.values())
+    rounds = [tuple(order[i:i + 4]) for i in range(4, len(order), 4)]            # after the first look
+    assert len(rounds) == 6 and all(sorted(r) == list("abcd") for r in rounds)
+    assert len({r[0] for r in rounds}) > 1, f"called in the orders {rounds}, expected them to vary"
+
+
 def test_made_logits_and_batches_are_deterministic():
     for shape in ("peaked", "heavy", "flat"):
         a, b = bench.make_logits(3, 100, shape, seed=4), bench.make_logits(3, 100, shape, seed=4)
