@@ -188,7 +188,7 @@ def f5_speed_against_reference_loop(ctx):
     ids, prev = list(range(batch)), [[] for _ in range(batch)]
     fast, slow, full_sort = ctx.sampler(), ref.Sampler(), FullSortSampler()
     ctx.sample(fast, logits, ids, params, prev)
-    ms = time_many({"fast": lambda: fast.sample(logits, ids, params, prev),            # round robin: a busy machine
+    ms = time_many({"fast": lambda: fast.sample(logits, ids, params, prev),            # they take turns: a busy machine
                     "loop": lambda: slow.sample(logits, ids, ref_params, prev),        # slows all three alike
                     "sort": lambda: full_sort.sample(logits, ids, ref_params, prev)}, repeat=5, device=ctx.device)
     measured = (f"B=64, V=50257, top_k=40, top_p=0.9: FastSampler.sample {ms['fast']:.2f} ms, reference loop {ms['loop']:.2f} ms "
