@@ -31,9 +31,9 @@ def crafted(vocab, g):
 @pytest.mark.parametrize("vocab", [4096, 4096 + 37, 50257])
 def test_window_topk_is_torch_topk_on_the_listed_rows(vocab):
     """Same values as torch.topk (in order), ids that point at them, distinct; any subset of rows, given maxima."""
-    x = crafted(vocab, torch.Generator().manual_seed(vocab))
-    wide = torch.cat([x, torch.randn(len(x), 3, generator=torch.Generator().manual_seed(3))], 1)
-    for x in (x, wide[:, :vocab], wide[:, :vocab].t().contiguous().t()):        # contiguous, then two strided views
+    made = crafted(vocab, torch.Generator().manual_seed(vocab))
+    wide = torch.cat([made, torch.randn(len(made), 3, generator=torch.Generator().manual_seed(3))], 1)
+    for x in (made, wide[:, :vocab], wide[:, :vocab].t().contiguous().t()):     # contiguous, then two strided views
         for rows in (None, torch.tensor([7, 0, 5]), torch.tensor([4])):
             picked = x if rows is None else x[rows]
             for width in (1, 2, 41, vocab // CHUNK // 4):
