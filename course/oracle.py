@@ -66,7 +66,7 @@ def cut_is_clear(values, top_k, top_p, margin=1e-4) -> bool:
     order = descending_order(values)
     before = 0.0
     for rank, i in enumerate(order):
-        if abs(before - top_p) < margin:
+        if rank > 0 and abs(before - top_p) < margin:          # rank 0 stays whatever top_p is
             return False
         if rank > 0 and before >= top_p:                       # first removed token: tied with the last kept?
             return values[i] != values[order[rank - 1]]

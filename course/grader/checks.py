@@ -75,8 +75,25 @@ class WrongOutput(Fail):
     itself, so no check re-runs other steps to explain it (S6 is the check aimed at it)."""
 
 
+class Explained(Fail):
+    """sample() raised, and an earlier step of the learner's own is wrong on a row of that very call: the verdict
+    names that step, so no check looks for another cause (see crash_explainer)."""
+
+
 # a learner's exception that a check re-raises as it is instead of looking for a cause
-RAISE_AS_IS = (NotImplementedError, WrongOutput)
+RAISE_AS_IS = (NotImplementedError, WrongOutput, Explained)
+
+_CRASH_EXPLAINERS: dict = {}   # problem name -> fn(ctx, observed, cases) that raises Explained or returns
+
+
+def crash_explainer(*problems):
+    """Register fn(ctx, observed, cases) to run when the learner's sample() raises: cases = (row, params, prev)
+    of the call's first rows; fn raises Explained when one of the learner's earlier steps is wrong on them."""
+    def register(fn):
+        for name in problems:
+            _CRASH_EXPLAINERS[name] = fn
+        return fn
+    return register
 
 
 class Missing(Exception):
@@ -135,6 +152,14 @@ def _noting(called: str, fn, *args, **kwargs):
         raise
 
 
+def _history(prev):
+    """One request's prev_tokens as a plain list (a learner's sample() may have replaced it with anything)."""
+    try:
+        return list(prev.tolist() if isinstance(prev, torch.Tensor) else prev)
+    except Exception:  # noqa: BLE001 - not a sequence any more: that is a change too
+        return [repr(prev)[:40]]
+
+
 # ---- the context a check runs in ---------------------------------------------------------------------
 @dataclass
 class Ctx:
@@ -144,6 +169,8 @@ class Ctx:
     device: str = "cpu"
     lang: str = "zh"
     notes: list = field(default_factory=list)      # shown under a passing check too (e.g. a measured ratio)
+    explaining: bool = False                       # a crash is being explained: its probes are not explained again
+    changed_inputs: list = field(default_factory=list)  # how sample() changed a caller's prev_tokens, the first time
 
     @property
     def file(self) -> str:
@@ -226,13 +253,40 @@ class Ctx:
                                    f"it is on {out.device}, it must be on the logits' device {device}"))
         return problems
 
+    def _explain_crash(self, exc, called, logits, params, prev_tokens, rows=8):
+        """sample() raised exc: raise Explained if the problem's explainer finds an earlier step wrong on one of the
+        call's first rows; otherwise return, and the caller re-raises exc as it is."""
+        explain = _CRASH_EXPLAINERS.get(self.problem.name)
+        if explain is None or self.explaining or isinstance(exc, (NotImplementedError, Fail)):
+            return
+        self.explaining = True
+        try:
+            cases = [(row, p, [int(t) for t in _history(prev)]) for row, p, prev in
+                     zip(logits[:rows].float().tolist(), params, prev_tokens)]
+            explain(self, f"{called} raised {type(exc).__name__}: {str(exc).strip()[:100]}", cases)
+        except Explained:
+            raise
+        except Exception:  # noqa: BLE001 - the explainer's own probe failed: the crash is reported as it is
+            return
+        finally:
+            self.explaining = False
+
     def sample(self, sampler, logits, req_ids, params, prev_tokens) -> list:
         """sampler.sample(...) checked to be a LongTensor [B] on logits.device with ids in [0, V)."""
         batch, vocab = logits.shape
         method = f"{self.sampler_name}.sample"
         called = (f"called {method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, "
                   f"req_ids={list(req_ids)[:4]}{'...' if batch > 4 else ''}, params[0]: {params_text(params[0])})")
-        out = _noting(called, sampler.sample, logits, req_ids, params, prev_tokens)
+        history = [_history(p) for p in prev_tokens]
+        try:
+            out = _noting(called, sampler.sample, logits, req_ids, params, prev_tokens)
+        except Exception as exc:
+            self._explain_crash(exc, called, logits, params, prev_tokens)
+            raise
+        now = [_history(p) for p in prev_tokens]
+        if now != history and not self.changed_inputs:            # a failing check names it first (earlier_step_first)
+            row = next(i for i, (a, b) in enumerate(zip(history, now)) if a != b)
+            self.changed_inputs = [f"{called}: prev_tokens[{row}] went from {history[row][:12]} to {now[row][:12]}"]
         problems = self._output_problems(out, batch, logits.device)
         if problems:
             raise WrongOutput(f"{called} -> {describe(out)}", *problems,

@@ -162,7 +162,9 @@ def i3_greedy_threshold_edges(ctx):
     tied = [2.0, 5.0, 5.0, 1.0]                                            # top_k = 1 keeps both maxima: not argmax
     drawn = set(draws_of(ctx, torch.tensor(tied), 60, 800, top_k=1))
     if drawn != {1, 2}:
-        raise Fail(f"60 draws of {ctx.sampler_name}.sample([2, 5, 5, 1], top_k=1) -> tokens {sorted(drawn)}, expected both 1 and 2",
+        observed = f"60 draws of {ctx.sampler_name}.sample([2, 5, 5, 1], top_k=1) -> tokens {sorted(drawn)}, expected both 1 and 2"
+        diagnose.earlier_step_first(ctx, observed, [(tied, ctx.params(top_k=1), [])])
+        raise Fail(observed,
                    ctx.t("top_k = 1 保留所有等于最大值的 token，这不是 greedy：别用 argmax 当捷径",
                          "top_k = 1 keeps every token equal to the largest value; it is not greedy: no argmax shortcut"),
                    hint=("p08", 1, "q5"), where=f"{ctx.sampler_name}.sample")

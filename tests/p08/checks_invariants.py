@@ -138,8 +138,9 @@ def i4_kept_set_never_empty(ctx):
                                            "an extreme but valid input: keep at least one token and never produce NaN "
                                            "(mind -inf, huge values and 0/0)"), where=f"{ctx.sampler_name}.sample") from None
             if got[0] not in allowed:
-                raise Fail(f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}] {str(dtype)[6:]}, {params_text(params)}) "
-                           f"-> token {got[0]}, expected one of {sorted(allowed)}", where=f"{ctx.sampler_name}.sample")
+                observed = f"{call} -> token {got[0]}, expected one of {sorted(allowed)}"
+                diagnose.earlier_step_first(ctx, observed, [(row, params, [])] if dtype == torch.float32 else [])
+                raise Fail(observed, where=f"{ctx.sampler_name}.sample")
     if ctx.has_functions:
         flat = ctx.tensor([0.5] * 6)
         for name, arg in (("apply_top_p", 1e-9), ("apply_top_k", 1)):

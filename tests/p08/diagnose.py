@@ -16,7 +16,7 @@ import math
 import torch
 
 from course import oracle
-from course.grader.checks import RAISE_AS_IS, Fail, WrongOutput, fmt_set, fmt_vec, params_text
+from course.grader.checks import RAISE_AS_IS, Explained, Fail, WrongOutput, crash_explainer, fmt_set, fmt_vec, params_text
 from tests.p08.draws import counts_of, draws_of
 
 GREEDY = 1e-5
@@ -92,13 +92,15 @@ def order_verdict(ctx):
     targets = [5, 1, 6, 2]
     rows = [[4.0 if j == t else -1.0 - 0.1 * j for j in range(8)] for t in targets]          # [4, 8] argmax = targets
     try:
-        got = ctx.sample(ctx.sampler(), ctx.tensor(rows), ORDER_IDS, [ctx.params(temperature=0.0)] * 4, [[]] * 4)
+        params = [ctx.params(temperature=0.0), ctx.params(top_k=1, seed=3)] * 2       # greedy and sampled rows, mixed
+        got = ctx.sample(ctx.sampler(), ctx.tensor(rows), ORDER_IDS, params, [[]] * 4)
     except RAISE_AS_IS:
         raise
     except Exception:  # noqa: BLE001 - a crash here says nothing about the order: the check reports what it saw
         return None
     if got != targets and sorted(got) == sorted(targets):
-        return ([f"called {ctx.sampler_name}.sample(4 greedy rows, req_ids={ORDER_IDS}) -> {got}, expected {targets}",
+        return ([f"called {ctx.sampler_name}.sample(4 rows, greedy and top_k=1 in turn, req_ids={ORDER_IDS}) -> {got}, "
+                 f"expected {targets}",
                  ctx.t("每个 token 都对，但顺序变了：第 i 个输出属于 req_ids[i]",
                        "every token is right but the order is not: output i belongs to req_ids[i]")], ("p08", 1, "d6"), "S6")
     return None
@@ -146,8 +148,8 @@ def greedy_verdict(ctx):
     row = [0.5, 2.0, -1.0, 1.0]
     try:
         got = ctx.sample(ctx.sampler(), ctx.tensor([row]), ["g"], [ctx.params(temperature=0.0)], [[]])
-    except WrongOutput:
-        raise                                              # the output itself is the cause: S6's message
+    except (WrongOutput, Explained):
+        raise                                              # the output itself, or an earlier step, is the cause
     except Fail as exc:
         return (exc.lines, ("p08", 1, "q3"), "I3")
     except Exception as exc:  # noqa: BLE001 - the learner's code may raise anything
@@ -205,10 +207,15 @@ def filter_verdict(ctx):
             shown = fmt_set(want) if isinstance(want, set) else f"{want} of the 4 equal tokens"
             lines = [f"60 draws of sample([{fmt_vec(row)[1:-1]}], {', '.join(f'{k}={v}' for k, v in kwargs.items())}) -> "
                      f"tokens {fmt_set(seen)}, expected {shown} ({rule})"]
-            if ctx.has_functions:                          # the learner's own apply_top_* passed: sample() filters on its own
-                lines.append(ctx.t("你的 apply_top_k/apply_top_p 单独是对的，但 sample() 过滤得不一样：sample() 是不是自己另写了一遍过滤？",
-                                   "your apply_top_k / apply_top_p are right on their own, but sample() filters differently: "
-                                   "does sample() do its own filtering?"))
+            if ctx.has_functions:                          # the learner's own piece on this very row first
+                name, arg = ("apply_top_p", kwargs["top_p"]) if "top_p" in kwargs else ("apply_top_k", kwargs["top_k"])
+                kept = _kept(ctx.vector(name, ctx.tensor(row), arg).tolist())
+                if (kept != want) if isinstance(want, set) else (len(kept) != want):
+                    return ([f"called {name}({fmt_vec(row)}, {name[6:]}={arg}) -> kept {fmt_set(kept)}, expected {shown}"],
+                            ("p08", 1, "q4" if "top_p" in kwargs else "q5"), f"E2.{name[6:]}")
+                lines.append(ctx.t(f"你的 {name} 在这一行上是对的，但 sample() 过滤得不一样：sample() 是不是自己另写了一遍过滤？",
+                                   f"your {name} is right on this row, but sample() filters differently: does sample() do "
+                                   f"its own filtering?"))
             return lines, ("p08", 1, "q4" if "top_p" in kwargs else "q5"), None if ctx.has_functions else "F1"
     return None
 
@@ -218,6 +225,11 @@ def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False,
     """Fail with 'fix <check> first' if an earlier, simpler step explains the failure just observed.
 
     cases: (row, params, prev) whose pieces to re-run; greedy / stream / temperature: also re-check those."""
+    if ctx.changed_inputs:                                   # this check's own calls saw histories sample() had edited
+        raise Fail(observed, *ctx.changed_inputs,
+                   ctx.t("sample() 原地改了调用方的 prev_tokens，之后的调用就用了别的历史：原因在更早的一步，先修好 I2",
+                         "sample() changed the caller's prev_tokens in place, so later calls saw another history: the cause "
+                         "is an earlier step: fix I2 first"), hint=("p08", 2, "traps"), where=f"{ctx.sampler_name}.sample")
     verdicts = [order_verdict(ctx)] + [pieces_verdict(ctx, row, p, prev) for row, p, prev in cases]
     if greedy:
         verdicts.append(greedy_verdict(ctx))
@@ -231,10 +243,37 @@ def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False,
         verdicts.append(filter_verdict(ctx))
     for verdict in verdicts:
         if verdict:
-            lines, hint, check_id = verdict
-            culprit = lines[0].split("(")[0].replace("called ", "") if lines[0].startswith("called apply_") else None
-            first = [ctx.t(f"原因在更早的一步：先修好 {check_id}", f"the cause is an earlier step: fix {check_id} first")] if check_id else []
-            raise Fail(observed, *lines, *first, hint=hint, where=culprit or f"{ctx.sampler_name}.sample")
+            raise _fix_first(ctx, observed, verdict)
+
+
+@crash_explainer("p08")
+def explain_crash(ctx, observed, cases):
+    """sample() raised: if the learner's own penalty / top-k / top-p is wrong on a row of that call, fix that first."""
+    for row, params, prev in cases:
+        if verdict := pieces_verdict(ctx, row, params, prev):
+            raise _fix_first(ctx, observed, verdict, Explained)
+
+
+def _fix_first(ctx, observed, verdict, kind=Fail):
+    """The failure for `observed` when `verdict` (lines, hint, check) names an earlier step."""
+    lines, hint, check_id = verdict
+    culprit = lines[0].split("(")[0].replace("called ", "") if lines[0].startswith("called apply_") else None
+    first = [ctx.t(f"原因在更早的一步：先修好 {check_id}", f"the cause is an earlier step: fix {check_id} first")] if check_id else []
+    return kind(observed, *lines, *first, hint=hint, where=culprit or f"{ctx.sampler_name}.sample")
+
+
+def batch_verdict(ctx, row, params, prev, expected, draws):
+    """A sentence when the same request drawn `draws` times in batches of rows with its own params fits `expected`
+    (the check's draws, beside rows with other params, did not): then the other rows are the cause. Else None."""
+    knobs = {name: getattr(params, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
+    tokens = draws_of(ctx, torch.tensor([float(v) for v in row]), draws, 5000, prev=prev, **knobs)
+    if oracle.sigma_violations(counts_of(tokens, len(row)), expected, draws):
+        return None
+    return ctx.t(f"同一个请求放在参数都和它相同的 batch 里抽 {draws} 次是对的，和别的参数的行放在一起就不对：它的过滤或抽取用到了同批其他行"
+                 "（整批共用的 k、p、温度或 max），见 I1",
+                 f"the same request drawn {draws} times in batches of rows with its own params fits; beside rows with other "
+                 f"params it does not: its filtering or draw uses the other rows (a batch-wide k, p, temperature or max), "
+                 f"see I1")
 
 
 # ---- which known mistake do the draws match? -------------------------------------------------------
