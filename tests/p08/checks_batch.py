@@ -82,6 +82,18 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
                         "with peers that never leave (no free) it passes: free(a peer) changed another request; free must "
                         "drop that one req_id's generator and nothing else")
             hint = ("p08", 1, "q6")
+        elif penalty_leak(ctx, mismatch, traffic, n, vocab):
+            why = ctx.t("同样的场景把它自己的 repetition_penalty 关掉（1.0）就没问题：它的 penalty 用到了同批其他行的历史（历史混在一起，或补齐用的 id 也被罚了）",
+                        "the same scenario with its own repetition_penalty off (1.0) passes: its penalty uses the other rows' "
+                        "histories (histories mixed between rows, or the id used to pad them penalised too)")
+            hint = ("p08", 2, "traps")
+        elif peer := params_leak(ctx, mismatch, vocab):
+            why = ctx.t(f"和它参数相同的同伴不改变它，一个 {params_text(peer)} 的同伴会：它的过滤或抽取用到了同伴的参数"
+                        "（整批共用的 k、p、温度，或随同伴参数变化的抽取次数）",
+                        f"peers with its own params do not change it, one peer with {params_text(peer)} does: its filtering "
+                        f"or draw uses the peers' params (a batch-wide k, p or temperature, or a number of draws that depends "
+                        f"on them)")
+            hint = ("p08", 2, "traps")
         else:
             why = ctx.t("抽到的仍是这一行自己的参数允许的 token，却随同伴变了：带 seed 的请求只能从它自己的 generator 抽，而且每步消耗的随机数不能取决于"
                         "这个 batch（不能整批共用一个、不能按 seed 共用、不能对 [B, V] 调一次 multinomial、不能按最宽的行取窗口）",
@@ -135,6 +147,35 @@ class Mismatch(list):
     def __init__(self, lines, params, row_seed, history, mixed_token):
         super().__init__(lines)
         self.params, self.row_seed, self.history, self.mixed_token = params, row_seed, history, mixed_token
+
+
+def penalty_leak(ctx, mismatch, traffic, steps, vocab):
+    """True when the mismatched request, alone among its scenario's peers, still changes, and no longer does with
+    its repetition penalty off: the penalty step is what the peers reach."""
+    p = mismatch.params if isinstance(mismatch, Mismatch) else None
+    if p is None or p.repetition_penalty == 1.0 or p.temperature < 1e-5:
+        return False
+    off = ctx.params(seed=p.seed, temperature=p.temperature, top_k=p.top_k, top_p=p.top_p)
+    return (first_mismatch(ctx, [("t", p, mismatch.row_seed)], traffic, steps, vocab) is not None
+            and first_mismatch(ctx, [("t", off, mismatch.row_seed)], traffic, steps, vocab) is None)
+
+
+def params_leak(ctx, mismatch, vocab):
+    """The first peer whose params change the mismatched request when it is its only peer, provided peers with the
+    request's own params (unseeded, or another seed) do not; else None. Only the steps up to the mismatch are run."""
+    if not isinstance(mismatch, Mismatch):
+        return None
+    target, steps, p = [("t", mismatch.params, mismatch.row_seed)], len(mismatch.history) + 1, mismatch.params
+    own = {name: getattr(p, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
+
+    def changes(peer):
+        one = drive.Traffic(lambda rng: peer, max_peers=1, join=1.0, leave=0.0)
+        return first_mismatch(ctx, target, one, steps, vocab) is not None
+    if any(changes(ctx.params(seed=seed, **own)) for seed in (None, 4242)):
+        return None
+    others = (ctx.params(temperature=0.0), ctx.params(seed=99, top_k=3), ctx.params(seed=98, top_p=0.5),
+              ctx.params(seed=97, temperature=0.4), ctx.params(seed=96, repetition_penalty=1.5))
+    return next((peer for peer in others if changes(peer)), None)
 
 
 def filter_leak(ctx, mismatch, vocab):

@@ -168,6 +168,8 @@ def expect_distribution(ctx, label, counts, expected, draws, hint, case=None):
     if case is not None:
         row, params, prev = case
         diagnose.earlier_step_first(ctx, head, [case], stream=True, filters=params.top_k > 0 or params.top_p < 1)
+        if peers := diagnose.batch_verdict(ctx, row, params, prev, expected, draws):
+            raise Fail(head, detail, peers, hint=("p08", 1, "q7"), where=f"{ctx.sampler_name}.sample")
         mistake = diagnose.matching_mistake(ctx, counts, draws, row, params, prev)
         if mistake:
             raise Fail(head, detail, ctx.t(f"抽样结果正好符合这种错误：{mistake}", f"the draws fit exactly this mistake: {mistake}"),

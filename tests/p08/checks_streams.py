@@ -45,6 +45,20 @@ def i5_stream_continuity_and_reset(ctx):
         raise Fail(f"8 draws, free('q'), 8 draws again with seed=21 -> {replay}, expected the first 8 again {first}",
                    ctx.t("free 之后要删除 generator，同名请求重新开始", "free must drop the generator so the id starts afresh"),
                    where=f"{ctx.sampler_name}.free")
+    solo = draws(ctx.sampler(), "r10", 42, 8)                           # free drops one id, not its look-alikes
+
+    def r10_beside_r1(free_r1):
+        live = ctx.sampler()
+        head = [draws(live, req_id, seed, 4) for req_id, seed in (("r1", 41), ("r10", 42))][1]
+        if free_r1:
+            live.free("r1")
+        return head + draws(live, "r10", 42, 4)
+    if (freed := r10_beside_r1(True)) != solo and r10_beside_r1(False) == solo:
+        raise Fail(f"requests 'r1' (seed=41) and 'r10' (seed=42): 4 draws each, free('r1'), 4 more of 'r10' -> "
+                   f"{freed}, expected 'r10' alone {solo} (without the free it is)",
+                   ctx.t("free('r1') 也动了 'r10' 的 generator：free 只删掉那一个 req_id（按 id 相等，不按前缀或子串）",
+                         "free('r1') also touched the generator of 'r10': free drops that one req_id only (equal ids, not "
+                         "a prefix or a substring)"), where=f"{ctx.sampler_name}.free")
     other_id = draws(ctx.sampler(), "another-id", 21, 8)
     if other_id != first:
         raise Fail(f"request 'another-id' with seed=21 -> {other_id}, expected the same stream as 'q' with seed=21 {first}",
@@ -124,10 +138,18 @@ def i6_empirical_distribution(ctx):
     expected = [oracle.probs_for(row, p, pv) for row, p, pv in zip(rows, params, prev)]
     steps, sampler, ids = 2500, ctx.sampler(), ["k2", "mix", "pen", "free", "ties", "equal"]
     logits = ctx.tensor(rows)
+    given = logits.clone()
     counts = [[0] * 6 for _ in rows]
     for _ in range(steps):
         for r, t in enumerate(ctx.sample(sampler, logits, ids, params, prev)):
             counts[r][t] += 1
+    if not torch.equal(logits, given):                               # the same tensor every step, like an engine's
+        changed = (logits != given).nonzero()[0].tolist()
+        raise Fail(f"{steps} steps of {ctx.sampler_name}.sample on one logits tensor: logits{changed} went from "
+                   f"{given[tuple(changed)].item():.4g} to {logits[tuple(changed)].item():.4g}",
+                   ctx.t("sample() 改了调用方的 logits，每一步的分布都在变：原因在更早的一步，先修好 I2",
+                         "sample() changed the caller's logits, so every step drew from another distribution: the cause is "
+                         "an earlier step: fix I2 first"), hint=("p08", 2, "traps"), where=f"{ctx.sampler_name}.sample")
     for r, (kw, pv) in enumerate(settings):
         label = f"request {ids[r]!r} ({params_text(params[r])}, prev_tokens={pv}) over {steps} steps"
         if max(counts[r]) == steps and max(expected[r]) < 1 and kw.get("seed") is None:
