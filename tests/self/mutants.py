@@ -228,6 +228,11 @@ P08 = [
     Mutant("batch_max_top_k_seen_by_i1", "I1", (("row = apply_top_k(row, p.top_k)",
                                                  "row = apply_top_k(row, max(q.top_k for q in params))"),),
            "the same, in I1: the peers' params, not the random numbers", phrase="peers with its own params do not change it"),
+    Mutant("top_k_exactly_k_seen_by_i3_edges", "I3.edges", (('return logits.masked_fill(logits < kth_value, float("-inf"))',
+                                                          'keep = torch.topk(logits, top_k).indices\n'
+                                                          '    return torch.full_like(logits, float("-inf")).index_copy(0, keep, logits[keep])'),),
+           "drops ties with the k-th: I3.edges' top_k=1 over two maxima must blame apply_top_k, not an argmax shortcut",
+           phrase="fix E2.top_k first"),
     Mutant("greedy_tokens_first", "I1", (("        return tokens\n",
                                           "        first = [i for i, p in enumerate(params) if p.temperature < GREEDY_TEMPERATURE]\n"
                                           "        return tokens[first + [i for i in range(len(params)) if i not in first]]\n"),),
