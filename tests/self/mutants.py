@@ -14,6 +14,18 @@ class Mutant:
 
 SAMPLE_DRAW = "            tokens[i] = torch.multinomial(probs, 1, generator=generator)[0]          # scalar\n"
 
+# patches that more than one mutant uses (the same bug, aimed at several checks)
+IN_PLACE_DIVISION = (
+    ("    out = logits.clone()                                                        # [V], never the caller's\n"
+     "    if penalty == 1.0 or len(prev_tokens) == 0:\n        return out\n",
+     "    if penalty == 1.0 or len(prev_tokens) == 0:\n        return logits\n    out = logits.clone()\n"),
+    ("row = row / p.temperature", "row /= p.temperature"))
+TOP_P_BY_GATHER = (("remove = torch.empty_like(remove_sorted).scatter_(0, order, remove_sorted)", "remove = remove_sorted[order]"),)
+BATCH_MAX_TOP_K = (("row = apply_top_k(row, p.top_k)", "row = apply_top_k(row, max(q.top_k for q in params))"),)
+TOP_K_EXACTLY_K = (('return logits.masked_fill(logits < kth_value, float("-inf"))',
+                    'keep = torch.topk(logits, top_k).indices\n'
+                    '    return torch.full_like(logits, float("-inf")).index_copy(0, keep, logits[keep])'),)
+
 P08 = [
     Mutant("penalty_twice", "E1.penalty", ((
         "    seen = torch.unique(torch.as_tensor(prev_tokens, dtype=torch.long, device=logits.device))  # [n] distinct\n"
@@ -144,9 +156,7 @@ P08 = [
          "apply_repetition_penalty(row, list(prev_tokens[i]) + [0] * (max(len(h) for h in prev_tokens) - len(prev_tokens[i])), "
          "p.repetition_penalty)"),), "pads the histories to one length with token 0, which then gets penalised",
            phrase="pad"),
-    Mutant("top_k_exactly_k", "E2.top_k", (('return logits.masked_fill(logits < kth_value, float("-inf"))',
-                                            'keep = torch.topk(logits, top_k).indices\n'
-                                            '    return torch.full_like(logits, float("-inf")).index_copy(0, keep, logits[keep])'),),
+    Mutant("top_k_exactly_k", "E2.top_k", TOP_K_EXACTLY_K,
            "keeps exactly k tokens, dropping ties with the k-th", phrase="tied with the k-th"),
     Mutant("top_p_strict_boundary", "E2.top_p", (("remove_sorted = mass_before >= top_p", "remove_sorted = mass_before > top_p"),),
            "removes a token only when the mass before it exceeds top_p", phrase="not >"),
@@ -194,43 +204,29 @@ P08 = [
         "    for t in set(prev_tokens):\n"
         "        out[t] = out[t] / penalty if out[t] > 0 else out[t] * penalty\n"),),
         "de-duplicates with set(), which keeps a tensor history's equal ids apart", phrase="read a tensor history like a list"),
-    Mutant("divides_in_place_on_the_callers_row", "I2", (
-        ("    out = logits.clone()                                                        # [V], never the caller's\n"
-         "    if penalty == 1.0 or len(prev_tokens) == 0:\n        return out\n",
-         "    if penalty == 1.0 or len(prev_tokens) == 0:\n        return logits\n    out = logits.clone()\n"),
-        ("row = row / p.temperature", "row /= p.temperature")),
-        "a shortcut returns the caller's row, then the temperature is divided in place", phrase="untouched"),
-    Mutant("divides_in_place_seen_by_i6", "I6", (
-        ("    out = logits.clone()                                                        # [V], never the caller's\n"
-         "    if penalty == 1.0 or len(prev_tokens) == 0:\n        return out\n",
-         "    if penalty == 1.0 or len(prev_tokens) == 0:\n        return logits\n    out = logits.clone()\n"),
-        ("row = row / p.temperature", "row /= p.temperature")),
-        "the same in-place division: I6 reuses one logits tensor for 2500 steps and must blame I2, not the draws",
-        phrase="fix I2 first"),
+    Mutant("divides_in_place_on_the_callers_row", "I2", IN_PLACE_DIVISION,
+           "a shortcut returns the caller's row, then the temperature is divided in place", phrase="untouched"),
+    Mutant("divides_in_place_seen_by_i6", "I6", IN_PLACE_DIVISION,
+           "the same in-place division: I6 reuses one logits tensor for 2500 steps and must blame I2, not the draws",
+           phrase="fix I2 first"),
     Mutant("free_drops_prefixed_ids", "I5", (("        self._seeded.pop(req_id, None)",
                                               "        for other in [r for r in self._seeded if str(r).startswith(str(req_id))]:\n"
                                               "            self._seeded.pop(other)"),),
            "free('r1') also drops 'r10' (ids matched by prefix)", phrase="free drops that one req_id only"),
-    Mutant("top_p_gather_seen_by_s6", "S6", (("remove = torch.empty_like(remove_sorted).scatter_(0, order, remove_sorted)",
-                                              "remove = remove_sorted[order]"),),
+    Mutant("top_p_gather_seen_by_s6", "S6", TOP_P_BY_GATHER,
            "maps the sorted decision back with the permutation, not its inverse: S6 must blame top-p, not the order",
            phrase="fix E2.top_p first"),
-    Mutant("top_p_gather_crash_seen_by_i4", "I4", (("remove = torch.empty_like(remove_sorted).scatter_(0, order, remove_sorted)",
-                                                    "remove = remove_sorted[order]"),),
+    Mutant("top_p_gather_crash_seen_by_i4", "I4", TOP_P_BY_GATHER,
            "the same: a row with -inf keeps only -inf and multinomial raises; the crash is explained by top-p",
            phrase="fix E2.top_p first"),
     Mutant("top_p_strict_seen_by_i6", "I6", (("remove_sorted = mass_before >= top_p", "remove_sorted = mass_before > top_p"),),
            "the strict boundary: I6's four equal tokens must blame apply_top_p, not a filter of sample()'s own",
            phrase="fix E2.top_p first"),
-    Mutant("batch_max_top_k_seen_by_i6", "I6", (("row = apply_top_k(row, p.top_k)",
-                                                 "row = apply_top_k(row, max(q.top_k for q in params))"),),
+    Mutant("batch_max_top_k_seen_by_i6", "I6", BATCH_MAX_TOP_K,
            "applies the batch's largest top_k to every row (top-k off rows too)", phrase="batches of rows with its own params fits"),
-    Mutant("batch_max_top_k_seen_by_i1", "I1", (("row = apply_top_k(row, p.top_k)",
-                                                 "row = apply_top_k(row, max(q.top_k for q in params))"),),
+    Mutant("batch_max_top_k_seen_by_i1", "I1", BATCH_MAX_TOP_K,
            "the same, in I1: the peers' params, not the random numbers", phrase="peers with its own params do not change it"),
-    Mutant("top_k_exactly_k_seen_by_i3_edges", "I3.edges", (('return logits.masked_fill(logits < kth_value, float("-inf"))',
-                                                          'keep = torch.topk(logits, top_k).indices\n'
-                                                          '    return torch.full_like(logits, float("-inf")).index_copy(0, keep, logits[keep])'),),
+    Mutant("top_k_exactly_k_seen_by_i3_edges", "I3.edges", TOP_K_EXACTLY_K,
            "drops ties with the k-th: I3.edges' top_k=1 over two maxima must blame apply_top_k, not an argmax shortcut",
            phrase="fix E2.top_k first"),
     Mutant("greedy_tokens_first", "I1", (("        return tokens\n",
