@@ -17,7 +17,7 @@ import torch
 
 from course import oracle
 from course.grader.checks import RAISE_AS_IS, Explained, Fail, WrongOutput, crash_explainer, fmt_set, fmt_vec, params_text
-from tests.p08.draws import counts_of, draws_of
+from tests.p08.draws import counts_of, draws_of, worst_z
 
 GREEDY = 1e-5
 
@@ -267,7 +267,7 @@ def batch_verdict(ctx, row, params, prev, expected, draws):
     (the check's draws, beside rows with other params, did not): then the other rows are the cause. Else None."""
     knobs = {name: getattr(params, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
     tokens = draws_of(ctx, torch.tensor([float(v) for v in row]), draws, 5000, prev=prev, **knobs)
-    if oracle.sigma_violations(counts_of(tokens, len(row)), expected, draws):
+    if worst_z(counts_of(tokens, len(row)), expected, draws) > 4:          # a clear fit, not a borderline one
         return None
     return ctx.t(f"同一个请求放在参数都和它相同的 batch 里抽 {draws} 次是对的，和别的参数的行放在一起就不对：它的过滤或抽取用到了同批其他行"
                  "（整批共用的 k、p、温度或 max），见 I1",
