@@ -155,7 +155,7 @@ def penalty_leak(ctx, mismatch, traffic, steps, vocab):
     p = mismatch.params if isinstance(mismatch, Mismatch) else None
     if p is None or p.repetition_penalty == 1.0 or p.temperature < 1e-5:
         return False
-    off = ctx.params(seed=p.seed, temperature=p.temperature, top_k=p.top_k, top_p=p.top_p)
+    off = ctx.params(seed=p.seed, **dict(diagnose.knobs(p), repetition_penalty=1.0))
     return (first_mismatch(ctx, [("t", p, mismatch.row_seed)], traffic, steps, vocab) is not None
             and first_mismatch(ctx, [("t", off, mismatch.row_seed)], traffic, steps, vocab) is None)
 
@@ -166,7 +166,7 @@ def params_leak(ctx, mismatch, vocab):
     if not isinstance(mismatch, Mismatch):
         return None
     target, steps, p = [("t", mismatch.params, mismatch.row_seed)], len(mismatch.history) + 1, mismatch.params
-    own = {name: getattr(p, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
+    own = diagnose.knobs(p)
 
     def changes(peer):
         one = drive.Traffic(lambda rng: peer, max_peers=1, join=1.0, leave=0.0)

@@ -145,11 +145,9 @@ def i6_empirical_distribution(ctx):
             counts[r][t] += 1
     if not torch.equal(logits, given):                               # the same tensor every step, like an engine's
         changed = (logits != given).nonzero()[0].tolist()
-        raise Fail(f"{steps} steps of {ctx.sampler_name}.sample on one logits tensor: logits{changed} went from "
-                   f"{given[tuple(changed)].item():.4g} to {logits[tuple(changed)].item():.4g}",
-                   ctx.t("sample() 改了调用方的 logits，每一步的分布都在变：原因在更早的一步，先修好 I2",
-                         "sample() changed the caller's logits, so every step drew from another distribution: the cause is "
-                         "an earlier step: fix I2 first"), hint=("p08", 2, "traps"), where=f"{ctx.sampler_name}.sample")
+        ctx.changed_inputs = ctx.changed_inputs or [f"logits{changed} went from {given[tuple(changed)].item():.4g} to "
+                                                    f"{logits[tuple(changed)].item():.4g}"]
+        diagnose.earlier_step_first(ctx, f"{steps} steps of {ctx.sampler_name}.sample on one logits tensor")
     for r, (kw, pv) in enumerate(settings):
         label = f"request {ids[r]!r} ({params_text(params[r])}, prev_tokens={pv}) over {steps} steps"
         if max(counts[r]) == steps and max(expected[r]) < 1 and kw.get("seed") is None:

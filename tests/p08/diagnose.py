@@ -225,11 +225,11 @@ def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False,
     """Fail with 'fix <check> first' if an earlier, simpler step explains the failure just observed.
 
     cases: (row, params, prev) whose pieces to re-run; greedy / stream / temperature: also re-check those."""
-    if ctx.changed_inputs:                                   # this check's own calls saw histories sample() had edited
-        raise Fail(observed, *ctx.changed_inputs,
-                   ctx.t("sample() 原地改了调用方的 prev_tokens，之后的调用就用了别的历史：原因在更早的一步，先修好 I2",
-                         "sample() changed the caller's prev_tokens in place, so later calls saw another history: the cause "
-                         "is an earlier step: fix I2 first"), hint=("p08", 2, "traps"), where=f"{ctx.sampler_name}.sample")
+    if ctx.changed_inputs:                                   # this check's own calls saw inputs sample() had edited
+        raise _fix_first(ctx, observed, (ctx.changed_inputs + [ctx.t(
+            "sample() 原地改了调用方传进来的数据（见上一行），之后的调用看到的就不是原来的输入了",
+            "sample() changed its caller's input in place (the line above), so later calls saw other inputs")],
+            ("p08", 2, "traps"), "I2"))
     verdicts = [order_verdict(ctx)] + [pieces_verdict(ctx, row, p, prev) for row, p, prev in cases]
     if greedy:
         verdicts.append(greedy_verdict(ctx))
@@ -262,11 +262,15 @@ def _fix_first(ctx, observed, verdict, kind=Fail):
     return kind(observed, *lines, *first, hint=hint, where=culprit or f"{ctx.sampler_name}.sample")
 
 
+def knobs(params) -> dict:
+    """The sampling settings of params without its seed: ctx.params(seed=..., **knobs(params)) is the same request."""
+    return {name: getattr(params, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
+
+
 def batch_verdict(ctx, row, params, prev, expected, draws):
     """A sentence when the same request drawn `draws` times in batches of rows with its own params fits `expected`
     (the check's draws, beside rows with other params, did not): then the other rows are the cause. Else None."""
-    knobs = {name: getattr(params, name) for name in ("temperature", "top_k", "top_p", "repetition_penalty")}
-    tokens = draws_of(ctx, torch.tensor([float(v) for v in row]), draws, 5000, prev=prev, **knobs)
+    tokens = draws_of(ctx, torch.tensor([float(v) for v in row]), draws, 5000, prev=prev, **knobs(params))
     if worst_z(counts_of(tokens, len(row)), expected, draws) > 4:          # a clear fit, not a borderline one
         return None
     return ctx.t(f"同一个请求放在参数都和它相同的 batch 里抽 {draws} 次是对的，和别的参数的行放在一起就不对：它的过滤或抽取用到了同批其他行"
