@@ -1,5 +1,7 @@
 """Known-buggy variants ("mutants") of the reference samplers, written as text patches, and the check
 each one must fail. A patch that no longer applies makes the self-test fail loudly."""
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 
@@ -9,7 +11,15 @@ class Mutant:
     aimed_at: str          # the check id that must catch it
     patches: tuple         # ((old, new), ...) applied to the solution's text; each old must occur once
     bug: str               # what a learner would have done
-    phrase: str = ""       # words the failure report (English) must contain: the diagnosis, not just the check
+    phrase: str | tuple = ""  # words the failure report (English) must contain: the diagnosis, not just the check;
+    #                           a tuple lists every cause the grader may establish first (e.g. on another CPU's BLAS)
+
+    def phrases(self) -> tuple:
+        return self.phrase if isinstance(self.phrase, tuple) else (self.phrase,)
+
+    def named_in(self, text: str) -> bool:
+        """Does the report name one of the causes this mutant has (and so no other, wrong one)?"""
+        return any(p.lower() in text.lower() for p in self.phrases())
 
 
 SAMPLE_DRAW = "            tokens[i] = torch.multinomial(probs, 1, generator=generator)[0]          # scalar\n"

@@ -43,11 +43,14 @@ FAST_STEPS = [
            (("return z, ids.gather(-1, by_value)", "return z, ids"),),
            "sorts the values but not their ids", "a value moves with its id"),
     # step 4: sums
-    Mutant("prefix_by_triangular_matmul", "T4.prefix_sum",
+    # (e @ triu(ones) is not a mutant here: whether a BLAS matmul is exact across widths and batches depends on the
+    # CPU's BLAS path, e.g. MKL with MKL_CBWR=COMPATIBLE passes every probe; the self-tests do not depend on it)
+    Mutant("prefix_switches_on_batch_size", "T4.prefix_sum",
            (("    buffers, cs, shift = (torch.empty_like(e), torch.empty_like(e)), e, 1",
-             "    return e @ torch.ones(e.shape[-1], e.shape[-1], device=e.device).triu()\n"
+             "    if e.shape[0] >= 4:\n"
+             "        return torch.cumsum(e, -1)\n"
              "    buffers, cs, shift = (torch.empty_like(e), torch.empty_like(e)), e, 1"),),
-           "prefix sums as e @ triu(ones): BLAS blocking depends on the shape", "must be the same float"),
+           "torch.cumsum for big batches, the log-step scan for small ones", "must not depend on the other rows of the batch"),
     Mutant("prefix_blocked_by_width", "T4.prefix_sum",
            (("    buffers, cs, shift = (torch.empty_like(e), torch.empty_like(e)), e, 1",
              "    block = max(1, e.shape[-1] // 4)\n"

@@ -87,7 +87,7 @@ def test_step_mutant_fails_the_check_aimed_at_it(mutant, tmp_path):
     result = run("p08-fast", impl, [mutant.aimed_at])[mutant.aimed_at]
     assert result.status in ("fail", "error"), f"{mutant.name} ({mutant.bug}): {mutant.aimed_at} -> {result.status}"
     text = " ".join(result.lines)
-    assert mutant.phrase and mutant.phrase.lower() in text.lower(), f"{mutant.name}: {text}"
+    assert all(mutant.phrases()) and mutant.named_in(text), f"{mutant.name}: {text}"
 
 
 def test_every_step_has_a_mutant():
