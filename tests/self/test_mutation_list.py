@@ -28,13 +28,39 @@ def test_a_module_target_has_its_own_label_files_and_source():
     assert (label, slug, source) == ("p08-fast:course/selection.py", "p08-fast-selection", mutation.ROOT / "course/selection.py")
 
 
-@pytest.mark.parametrize("problem,entry", ENTRIES, ids=[f"{p}:{e['before'][:40]}" for p, e in ENTRIES])
-def test_each_equivalent_mutant_is_still_in_its_solution_and_says_why(problem, entry):
-    source = source_of(problem).read_text(encoding="utf-8")
-    code = [line.split("#")[0].strip() for line in source.splitlines()]
-    assert entry["before"] in code, f"stale entry: {entry['before']!r} is no longer a line of the {problem} solution"
-    assert entry["operator"].startswith("core/") and entry["after"] != entry["before"]
-    assert len(entry["reason"]) > 20, "say why this mutant cannot be told apart (or why the contract leaves it free)"
+def list_problems(data) -> list:
+    """What is wrong with the list of equivalents, one line per stale line or bad entry, grouped by source line."""
+    by_line: dict = {}
+    for label in data:
+        for entry in data[label]:
+            by_line.setdefault((label, entry["before"]), []).append(entry)
+    code_of = {label: {line.split("#")[0].strip() for line in source_of(label).read_text(encoding="utf-8").splitlines()}
+               for label in data}
+    found = []
+    for (label, before), entries in by_line.items():
+        if before not in code_of[label]:
+            found.append(f"stale: {label}: {before!r} is no longer a line of its source ({len(entries)} entries)")
+        for e in entries:
+            if not e["operator"].startswith("core/") or e["after"] == e["before"]:
+                found.append(f"malformed: {label}: {before!r} -> {e['after']!r} ({e['operator']})")
+            if len(e["reason"]) <= 20:
+                found.append(f"no reason: {label}: {before!r} -> {e['after']!r}: say why it cannot be told apart")
+    return found
+
+
+def test_every_equivalent_mutant_is_still_in_its_solution_and_says_why():
+    """One table-driven pass over the whole list: every stale or unexplained entry is named at once."""
+    assert ENTRIES
+    assert not list_problems(DATA), "\n".join(list_problems(DATA))
+
+
+def test_a_stale_or_unexplained_entry_is_named():
+    label, entry = ENTRIES[0]
+    data = {label: [entry, dict(entry, before="x = gone()"), dict(entry, reason="because")]}
+    found = list_problems(data)
+    assert len(found) == 2, found
+    assert any(f.startswith("stale: ") and "'x = gone()'" in f for f in found), found
+    assert any(f.startswith("no reason: ") for f in found), found
 
 
 def record(outcome, before, after, op="core/NumberReplacer"):
