@@ -2,7 +2,7 @@
 
     python -m course.bench p08                  # seed 004's case + the sweep (about 3-5 min on 2 CPU cores)
     python -m course.bench p08 --quick          # small sizes, a few seconds
-    python -m course.bench p08 --markdown       # the table as Markdown (for the README)
+    python -m course.bench p08 --markdown       # the table as Markdown (for docs/benchmark.md)
     python -m course.bench p08 --device cuda --png bench_out/p08.png
 
 Every method samples the same batch in the same run; the table gives the median ms per call and the ratio to
@@ -21,7 +21,7 @@ from course.sampling_params import SamplingParams
 
 METHODS = ("reference", "full_sort", "blog", "fast", "floor")
 LABELS = {"reference": "ref loop", "full_sort": "full sort", "blog": "blog 004", "fast": "fast path",
-          "floor": "floor"}       # short: the text table fits 100 columns (the README explains each)
+          "floor": "floor"}       # short: the text table fits 100 columns (docs/benchmark.md explains each)
 PEAKED_ALPHA = 1.5   # peaked logits: -alpha * log(rank); top-p 0.9 then keeps ~60 tokens
 HEAVY_ALPHA = 1.25   # a heavier tail: top-p 0.9 needs thousands of tokens (the window must widen)
 
