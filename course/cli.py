@@ -37,13 +37,15 @@ def parse(argv):
     parser.add_argument("--hint", nargs="?", const=0, type=int)
     parser.add_argument("--yes", action="store_true")
     parser.add_argument("--watch", action="store_true")
-    parser.add_argument("--only", help="comma-separated check ids (for course authors)")
+    parser.add_argument("--only", action="append", help="check families or ids, comma-separated: E2 or E2.top_p,I3")
     parser.add_argument("--timeout", type=float, help="seconds per check (for course authors)")
     args = parser.parse_args(argv)
     if args.problem not in problems.problems():
         raise UsageError(f"unknown problem {args.problem!r}")
-    if args.hint is not None and args.hint not in (0, *hints.LEVELS):
-        raise UsageError(f"--hint takes 1, 2 or 3, got {args.hint}")
+    if args.hint is not None and args.hint not in (0, *hints.levels(args.problem)):
+        levels = [str(n) for n in hints.levels(args.problem)]
+        said = ", ".join(levels[:-1]) + " or " + levels[-1] if len(levels) > 1 else "".join(levels)
+        raise UsageError(f"--hint takes {said} for {args.problem}, got {args.hint}")
     if args.watch and args.hint is not None:
         raise UsageError("--watch grades; it does not go with --hint")
     return args
@@ -51,7 +53,8 @@ def parse(argv):
 
 def show_hint(args) -> int:
     seen = state.problem_state(args.problem).get("hints_seen", [])
-    level = args.hint or hints.next_level(seen)
+    available = hints.levels(args.problem)
+    level = args.hint or hints.next_level(seen, available)
     if level == 3 and not {1, 2} <= set(seen) and not args.yes and sys.stdin.isatty():
         answer = input(pick(args.lang, "L3 是答案级提示，你还没看过 L1/L2。确定要看吗？[y/N] ",
                             "L3 gives the answers and you have not read L1/L2 yet. Show it anyway? [y/N] "))
@@ -59,7 +62,7 @@ def show_hint(args) -> int:
             return 0
     print(hints.render_terminal(hints.read(args.problem, level, args.lang), color=report.use_color()))
     state.record_hint(args.problem, level)
-    if level < 3:
+    if level < available[-1]:
         print(pick(args.lang, f"下一级：./check.sh {args.problem} --hint {level + 1}",
                    f"next level: ./check.sh {args.problem} --hint {level + 1} --lang en"))
     return 0
@@ -69,6 +72,19 @@ def impl_path(args) -> Path:
     """The file to grade: --impl FILE, --solution, or the learner's stub."""
     problem = problems.get(args.problem)
     return Path(args.impl).resolve() if args.impl else problem.path("solution" if args.solution else "stub")
+
+
+def select(checks: list, only) -> list:
+    """The checks --only names (a family such as E2, or a full id such as E2.top_p), in report order."""
+    if not only:
+        return checks
+    wanted = [w.strip() for arg in only for w in arg.split(",") if w.strip()]
+    unknown = [w for w in wanted if not any(w in (c.id, c.family) for c in checks)]
+    if unknown or not wanted:
+        families = ", ".join(dict.fromkeys(c.family for c in checks))
+        raise UsageError(f"--only {','.join(unknown) or '(nothing)'}: no such check; families: {families} "
+                         f"(or a full id, e.g. {checks[-1].id})")
+    return [c for c in checks if c.id in wanted or c.family in wanted]
 
 
 def grade(args, outcome: dict | None = None) -> int:
@@ -87,10 +103,7 @@ def grade(args, outcome: dict | None = None) -> int:
     if args.device == "cuda" and not cuda:
         raise UsageError("--device cuda: torch sees no GPU here")
     devices = [args.device] if args.device else ["cpu"] + (["cuda"] if cuda else [])
-    checks = checks_for(problem)
-    if args.only:
-        wanted = args.only.split(",")
-        checks = [c for c in checks if c.id in wanted]
+    checks = select(checks_for(problem), args.only)
     by_id = {c.id: c for c in checks}
     color = report.use_color()
     lang, passed, total, failed = args.lang, 0, 0, []
@@ -118,7 +131,7 @@ def grade(args, outcome: dict | None = None) -> int:
     if not args.device and not cuda:
         print(pick(lang, "cuda：跳过（torch 没有看到 GPU）", "cuda: skipped (torch sees no GPU)"))
     print("\n".join(collapser.tail() + report.summary(passed, total, failed, lang, color)))
-    if impl == problem.path("stub"):
+    if impl == problem.path("stub") and not args.only:          # a partial grade is not the problem's grade
         state.record_grade(problem.name, passed, total, ",".join(devices))
     if passed == total and total:
         print(problem.next_step(lang))
@@ -157,7 +170,8 @@ def list_problems(lang: str) -> int:
         done = "✓" if g and g["passed"] == g["total"] else "·"
         seen = entry.get("hints_seen", [])
         hint_text = pick(lang, f"提示已看 {seen}", f"hints seen {seen}") if seen else pick(lang, "未看提示", "no hints seen")
-        print(f"{done} {name:<9} {problem.title(lang)}\n    {grade_text} · {hint_text} · {problem.stub} · {problem.notebook}")
+        where = " · ".join(p for p in (problem.stub, problem.notebook) if p)
+        print(f"{done} {name:<9} {problem.title(lang)}\n    {grade_text} · {hint_text} · {where}")
     return 0
 
 

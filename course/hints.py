@@ -39,10 +39,15 @@ def hint_path(problem: str, level: int, lang: str):
     return (base / "en" if lang == "en" else base) / f"L{level}.md"
 
 
+def levels(problem: str) -> tuple:
+    """The hint levels a problem has (a level is there when its Chinese file is)."""
+    return tuple(level for level in LEVELS if hint_path(problem, level, "zh").is_file())
+
+
 def read(problem: str, level: int, lang: str) -> str:
     """The markdown of a hint level."""
-    if level not in LEVELS:
-        raise ValueError(f"hint level must be 1, 2 or 3, got {level}")
+    if level not in levels(problem):
+        raise ValueError(f"{problem} has hint levels {', '.join(map(str, levels(problem))) or '(none)'}, not {level}")
     return hint_path(problem, level, lang).read_text(encoding="utf-8")
 
 
@@ -70,6 +75,6 @@ def render_terminal(markdown: str, color: bool = False) -> str:
     return "\n".join(out).strip() + "\n"
 
 
-def next_level(seen) -> int:
-    """The first level not yet revealed (3 once all are)."""
-    return next((level for level in LEVELS if level not in set(seen)), LEVELS[-1])
+def next_level(seen, available=LEVELS) -> int:
+    """The first level not yet revealed (the last once all are)."""
+    return next((level for level in available if level not in set(seen)), available[-1])

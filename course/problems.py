@@ -1,6 +1,11 @@
-"""Problem metadata from course.toml: the single place that says what each problem is made of."""
+"""Problem metadata from course.toml: the single place that says what each problem is made of.
+
+COURSE_TOML=FILE reads another file of the same form instead (paths in it are relative to the repo root): the
+self-tests grade a tiny second problem that way, with no edit to the grader."""
 from __future__ import annotations
 
+import importlib
+import os
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -16,9 +21,8 @@ class Problem:
     title_en: str
     stub: str
     solution: str
-    sampler_class: str
-    functions: tuple
-    checks: tuple
+    check_modules: tuple     # the modules that declare its checks (imported by the grader)
+    checks: tuple            # its check ids, in the order the report shows them
     notebook: str
     hints: str
     todo_tag: str
@@ -26,6 +30,9 @@ class Problem:
     next_zh: str
     next_en: str
     notebook_en: str = ""   # the English notebook (built from the same source as `notebook`)
+    context: str = "course.grader.checks:Ctx"   # "module:Class" of the context its checks run in
+    sampler_class: str = ""  # a problem's own fields, for its context and notebooks (p08: the class that samples,
+    functions: tuple = ()    # and the step functions a learner writes beside it)
 
     def title(self, lang: str) -> str:
         return self.title_zh if lang == "zh" else self.title_en
@@ -33,17 +40,26 @@ class Problem:
     def next_step(self, lang: str) -> str:
         return self.next_zh if lang == "zh" else self.next_en
 
+    def context_class(self):
+        module, _, name = self.context.partition(":")
+        return getattr(importlib.import_module(module), name)
+
     def path(self, which: str) -> Path:
         """Absolute path of 'stub', 'solution', 'notebook', 'notebook_en' or 'hints'."""
         return ROOT / getattr(self, which)
 
 
+def toml_path() -> Path:
+    return Path(os.environ.get("COURSE_TOML") or ROOT / "course.toml")
+
+
 @lru_cache(maxsize=None)
 def problems() -> dict:
-    data = tomllib.loads((ROOT / "course.toml").read_text(encoding="utf-8"))
+    data = tomllib.loads(toml_path().read_text(encoding="utf-8"))
     out = {}
     for name, entry in data["problems"].items():
-        entry = dict(entry, functions=tuple(entry["functions"]), checks=tuple(entry["checks"]))
+        entry = dict(entry, functions=tuple(entry.get("functions", ())), checks=tuple(entry["checks"]),
+                     check_modules=tuple(entry["check_modules"]))
         out[name] = Problem(name=name, **entry)
     return out
 

@@ -13,9 +13,8 @@ import torch
 
 from course.lang import pick
 from course.loader import relpath
-from course.sampling_params import SamplingParams as GivenParams
 
-_REGISTRY: list = []
+_REGISTRY: dict = {}     # check id -> Check, from every check module imported so far
 
 
 @dataclass(frozen=True)
@@ -33,31 +32,39 @@ class Check:
     title_en: str
     fn: object
     hint: Hint
-    problems: tuple
     needs: tuple = ()
 
+    @property
+    def family(self) -> str:
+        """E2 for E2.top_p: the checks of one family live in one module and are reported together."""
+        return self.id.split(".")[0]
+
     def title(self, lang: str) -> str:
-        return f"{self.id.split('.')[0]} {pick(lang, self.title_zh, self.title_en)}"
+        return f"{self.family} {pick(lang, self.title_zh, self.title_en)}"
 
 
-def check(check_id, title_zh, title_en, hint, problems=("p08",), needs=()):
-    """Register fn as an acceptance check; hint = (problem, level, anchor)."""
+def check(check_id, title_zh, title_en, hint, needs=()):
+    """Register fn as an acceptance check; hint = (problem, level, anchor). Which problems run it, and in which
+    order, is said once, in course.toml."""
     def register(fn):
-        _REGISTRY.append(Check(check_id, title_zh, title_en, fn, Hint(*hint), tuple(problems), tuple(needs)))
+        known = _REGISTRY.get(check_id)
+        if known is not None and (known.fn.__module__, known.fn.__qualname__) != (fn.__module__, fn.__qualname__):
+            raise ValueError(f"check id {check_id!r} is declared twice: {known.fn.__module__} and {fn.__module__}")
+        _REGISTRY[check_id] = Check(check_id, title_zh, title_en, fn, Hint(*hint), tuple(needs))
         return fn
     return register
 
 
 def checks_for(problem) -> list:
-    """The checks of a problem (course.problems.Problem), in the order of its check modules, each family
-    (E1, I3, ...) kept together: E1.history, declared in a later module, runs right after E1's others."""
+    """The checks of a problem (course.problems.Problem), in the order course.toml lists them."""
     import importlib
-    modules = [importlib.import_module(name) for name in problem.checks]
-    names = {m.__name__ for m in modules}
-    chosen = [c for c in _REGISTRY if problem.name in c.problems and c.fn.__module__ in names]
-    chosen.sort(key=lambda c: list(problem.checks).index(c.fn.__module__))
-    families = list(dict.fromkeys(c.id.split(".")[0] for c in chosen))
-    return sorted(chosen, key=lambda c: families.index(c.id.split(".")[0]))
+    for name in problem.check_modules:
+        importlib.import_module(name)
+    unknown = [cid for cid in problem.checks if cid not in _REGISTRY]
+    if unknown:
+        raise KeyError(f"course.toml: {problem.name} lists checks that no module of its check_modules declares: "
+                       f"{', '.join(unknown)}")
+    return [_REGISTRY[cid] for cid in problem.checks]
 
 
 class Fail(Exception):
@@ -77,23 +84,11 @@ class WrongOutput(Fail):
 
 class Explained(Fail):
     """sample() raised, and an earlier step of the learner's own is wrong on a row of that very call: the verdict
-    names that step, so no check looks for another cause (see crash_explainer)."""
+    names that step, so no check looks for another cause."""
 
 
 # a learner's exception that a check re-raises as it is instead of looking for a cause
 RAISE_AS_IS = (NotImplementedError, WrongOutput, Explained)
-
-_CRASH_EXPLAINERS: dict = {}   # problem name -> fn(ctx, observed, cases) that raises Explained or returns
-
-
-def crash_explainer(*problems):
-    """Register fn(ctx, observed, cases) to run when the learner's sample() raises: cases = (row, params, prev)
-    of the call's first rows; fn raises Explained when one of the learner's earlier steps is wrong on them."""
-    def register(fn):
-        for name in problems:
-            _CRASH_EXPLAINERS[name] = fn
-        return fn
-    return register
 
 
 class Missing(Exception):
@@ -133,14 +128,6 @@ def describe(obj) -> str:
     return f"{type(obj).__name__} {text[:60]}"
 
 
-def params_text(p) -> str:
-    """Only the fields that differ from the defaults, e.g. 'temperature=0.5, top_k=2'."""
-    defaults = GivenParams()
-    parts = [f"{k}={getattr(p, k)!r}" for k in ("temperature", "top_k", "top_p", "repetition_penalty", "seed")
-             if getattr(p, k, None) != getattr(defaults, k)]
-    return ", ".join(parts) or "defaults"
-
-
 def _noting(called: str, fn, *args, **kwargs):
     """Call a learner's function; an exception it raises carries a note saying how it was called."""
     try:
@@ -152,33 +139,22 @@ def _noting(called: str, fn, *args, **kwargs):
         raise
 
 
-def _history(prev):
-    """One request's prev_tokens as a plain list (a learner's sample() may have replaced it with anything)."""
-    try:
-        return list(prev.tolist() if isinstance(prev, torch.Tensor) else prev)
-    except Exception:  # noqa: BLE001 - not a sequence any more: that is a change too
-        return [repr(prev)[:40]]
-
-
 # ---- the context a check runs in ---------------------------------------------------------------------
 @dataclass
 class Ctx:
+    """What every check gets: the learner's module, where it lives, the device and the language. A problem whose
+    checks need more (e.g. calling a sampler and checking its output) subclasses it beside its checks and names
+    the subclass in course.toml (`context = "module:Class"`)."""
     problem: object          # course.problems.Problem
     impl: object             # the learner's module, freshly imported for this check
     impl_path: str
     device: str = "cpu"
     lang: str = "zh"
     notes: list = field(default_factory=list)      # shown under a passing check too (e.g. a measured ratio)
-    explaining: bool = False                       # a crash is being explained: its probes are not explained again
-    changed_inputs: list = field(default_factory=list)  # how sample() changed a caller's prev_tokens, the first time
 
     @property
     def file(self) -> str:
         return relpath(self.impl_path)
-
-    @property
-    def has_functions(self) -> bool:
-        return bool(self.problem.functions)
 
     def t(self, zh: str, en: str) -> str:
         return pick(self.lang, zh, en)
@@ -200,102 +176,5 @@ class Ctx:
         except (TypeError, OSError):
             return None
 
-    def sampler(self):
-        return self.fn(self.problem.sampler_class)()
-
-    @property
-    def sampler_name(self) -> str:
-        return self.problem.sampler_class
-
-    def params(self, **kwargs):
-        cls = getattr(self.impl, "SamplingParams", None) or GivenParams
-        return cls(**kwargs)
-
     def tensor(self, values, dtype=torch.float32):
         return torch.tensor(values, dtype=dtype, device=self.device)
-
-    # -- calling the learner's code, with the result checked for type and shape --
-    def vector(self, name, *args, **kwargs):
-        """Call the function `name` that must return a new floating tensor shaped like args[0]."""
-        like = args[0]
-        shown = ", ".join([fmt_vec(like)] + [repr(a) if not isinstance(a, torch.Tensor) else fmt_vec(a) for a in args[1:]])
-        before = like.clone()
-        out = _noting(f"called {name}({shown})", self.fn(name), *args, **kwargs)
-        if not torch.equal(like, before):
-            raise Fail(f"called {name}({shown}): the input is now {fmt_vec(like)}",
-                       self.t(f"{name} 原地改了传给它的张量：先 clone 再改（调用方的 logits 也会被改掉）",
-                              f"{name} changed the tensor it was given, in place: clone first, then edit the copy (or the "
-                              f"caller's logits change too)"), hint=("p08", 2, "traps"), where=name)
-        if not isinstance(out, torch.Tensor) or out.shape != like.shape or not out.is_floating_point():
-            raise Fail(f"called {name}({shown}) -> {describe(out)}",
-                       self.t(f"期望：一个形状为 {list(like.shape)} 的浮点张量", f"expected a floating tensor of shape {list(like.shape)}"),
-                       where=name)
-        if torch.isnan(out).any():
-            raise Fail(f"called {name}({shown}) -> {fmt_vec(out)}",
-                       self.t("结果里有 NaN", "the result holds NaN"), where=name)
-        return out
-
-    def _output_problems(self, out, batch, device) -> list:
-        """What is wrong with sample()'s return value, one line each (empty when it is a LongTensor [B] on device)."""
-        if not isinstance(out, torch.Tensor):
-            return [self.t(f"返回的是 {type(out).__name__}，不是张量", f"it returned a {type(out).__name__}, not a tensor")]
-        problems = []
-        if out.dtype != torch.long:
-            problems.append(self.t(f"dtype 是 {str(out.dtype)[6:]}：要 torch.long（int64），例如 .long() 或 dtype=torch.long",
-                                   f"its dtype is {str(out.dtype)[6:]}: it must be torch.long (int64), e.g. .long() or "
-                                   f"dtype=torch.long"))
-        if tuple(out.shape) != (batch,):
-            problems.append(self.t(f"形状是 {list(out.shape)}，要 [{batch}]" + ("（去掉最后那一维）" if tuple(out.shape) == (batch, 1) else ""),
-                                   f"its shape is {list(out.shape)}, it must be [{batch}]"
-                                   + (" (drop the last dim)" if tuple(out.shape) == (batch, 1) else "")))
-        if out.device.type != device.type:
-            problems.append(self.t(f"它在 {out.device} 上，要和 logits 一样在 {device} 上",
-                                   f"it is on {out.device}, it must be on the logits' device {device}"))
-        return problems
-
-    def _explain_crash(self, exc, called, logits, params, prev_tokens, rows=8):
-        """sample() raised exc: raise Explained if the problem's explainer finds an earlier step wrong on one of the
-        call's first rows; otherwise return, and the caller re-raises exc as it is."""
-        explain = _CRASH_EXPLAINERS.get(self.problem.name)
-        if explain is None or self.explaining or isinstance(exc, (NotImplementedError, Fail)):
-            return
-        self.explaining = True
-        try:
-            cases = [(row, p, [int(t) for t in _history(prev)]) for row, p, prev in
-                     zip(logits[:rows].float().tolist(), params, prev_tokens)]
-            explain(self, f"{called} raised {type(exc).__name__}: {str(exc).strip()[:100]}", cases)
-        except Explained:
-            raise
-        except Exception:  # noqa: BLE001 - the explainer's own probe failed: the crash is reported as it is
-            return
-        finally:
-            self.explaining = False
-
-    def sample(self, sampler, logits, req_ids, params, prev_tokens) -> list:
-        """sampler.sample(...) checked to be a LongTensor [B] on logits.device with ids in [0, V)."""
-        batch, vocab = logits.shape
-        method = f"{self.sampler_name}.sample"
-        called = (f"called {method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, "
-                  f"req_ids={list(req_ids)[:4]}{'...' if batch > 4 else ''}, params[0]: {params_text(params[0])})")
-        history = [_history(p) for p in prev_tokens]
-        try:
-            out = _noting(called, sampler.sample, logits, req_ids, params, prev_tokens)
-        except Exception as exc:
-            self._explain_crash(exc, called, logits, params, prev_tokens)
-            raise
-        now = [_history(p) for p in prev_tokens]
-        if now != history and not self.changed_inputs:            # a failing check names it first (earlier_step_first)
-            row = next(i for i, (a, b) in enumerate(zip(history, now)) if a != b)
-            self.changed_inputs = [f"{called}: prev_tokens[{row}] went from {history[row][:12]} to {now[row][:12]}"]
-        problems = self._output_problems(out, batch, logits.device)
-        if problems:
-            raise WrongOutput(f"{called} -> {describe(out)}", *problems,
-                              self.t("sample() 的返回值：LongTensor，形状 [B]，和 logits 在同一设备上，第 i 个是 req_ids[i] 的 token",
-                                     "sample() returns a LongTensor of shape [B] on the logits' device, row i = req_ids[i]'s "
-                                     "token"), hint=("p08", 1, "d6"), where=method)
-        tokens = out.tolist()
-        bad = [t for t in tokens if not 0 <= t < vocab]
-        if bad:
-            raise WrongOutput(f"{called} -> {tokens[:8]}", self.t(f"token id {bad[0]} 不在 [0, {vocab}) 内",
-                                                                  f"token id {bad[0]} is outside [0, {vocab})"), where=method)
-        return tokens

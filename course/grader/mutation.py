@@ -1,9 +1,9 @@
 """Mutation testing of the grader: cosmic-ray mutates a solution, the grader is the oracle (for authors).
 
-    python -m course.grader.mutation p08          (or p08-fast; ./check.sh mutation p08 does the same)
+    python -m course.grader.mutation PROBLEM      (./check.sh mutation PROBLEM does the same)
     ... --resume     go on with an interrupted session;   --recheck   and grade its unlisted survivors again
     ... --report     summarize the last session against the list of equivalent mutants
-    ... --module course/selection.py     mutate a module the solution imports, graded through the solution
+    ... --module course/x.py             mutate a module the solution imports, graded through the solution
 
 cosmic-ray (installed on first use) makes every mutant of a copy of the solution and runs, for each, a
 test command that grades it. A mutant the grader fails is killed; one it passes survives, and must then be
@@ -29,7 +29,7 @@ import tomllib
 from pathlib import Path
 
 from course.grader.mutation_oracle import ask, serve
-from course.problems import ROOT, get
+from course.problems import ROOT, get, problems
 
 COSMIC_RAY = "cosmic-ray==8.7.0"
 EQUIVALENTS = ROOT / "tests" / "self" / "equivalent_mutants.toml"
@@ -191,12 +191,12 @@ def summarize(problem_name: str, records: list, seconds: float) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("problem", nargs="?", choices=["p08", "p08-fast"])
+    parser.add_argument("problem", nargs="?", choices=list(problems()))
     parser.add_argument("--serve", nargs=2, metavar=("PROBLEM", "SOCKET"), help=argparse.SUPPRESS)
     parser.add_argument("--ask", nargs=2, metavar=("SOCKET", "FILE"), help=argparse.SUPPRESS)
     parser.add_argument("--as", dest="as_module", metavar="DOTTED=FILE", help=argparse.SUPPRESS)
     parser.add_argument("--module", metavar="PATH",
-                        help="mutate this module of the solution instead (e.g. course/selection.py for p08-fast)")
+                        help="mutate this module of the solution instead (a file the solution imports)")
     parser.add_argument("--out", default=str(ROOT / "bench_out"), help="where the session database goes")
     parser.add_argument("--report", action="store_true", help="re-read the last session against the list, run nothing")
     parser.add_argument("--resume", action="store_true", help="go on with the last session's pending mutants")
@@ -211,7 +211,7 @@ def main(argv=None) -> int:
     if args.ask:
         return ask(*args.ask, module=args.as_module)
     if not args.problem:
-        parser.error("name a problem: p08 or p08-fast")
+        parser.error(f"name a problem: {' or '.join(problems())}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.module and not (ROOT / args.module).is_file():

@@ -55,7 +55,7 @@ def banner(shown: str, lang: str) -> str:
 
 
 def next_line(first_failed, lang: str) -> str | None:
-    """'next: E2 top-p keep sets — ./check.sh p08 --hint 1 (key question 4)' for the first check that failed."""
+    """'next: E2 top-p keep sets — ./check.sh <problem> --hint 1 (key question 4)' for the first check that failed."""
     if not first_failed:
         return None
     title, hint = first_failed

@@ -48,7 +48,8 @@ def captured_output(box: dict):
             box["out_text"] = head[:OUTPUT_KEEP]
 
 
-_TODO = re.compile(r"(?P<problem>p08(?:-fast)?) step (?P<step>\d+) (?P<name>[\w.]+): see (?P<where>\S+ §\d+)")
+# a stub's NotImplementedError("<problem> step 3 apply_top_k: see notebooks/<notebook>.ipynb §3 · ...")
+_TODO = re.compile(r"(?P<problem>[\w-]+) step (?P<step>\d+) (?P<name>[\w.]+): see (?P<where>\S+ §\d+)")
 
 
 def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
@@ -103,7 +104,7 @@ def run(problem_name: str, impl: str, device: str, lang: str, ids: list, emit) -
 
 def _run(problem_name, impl, device, lang, ids, emit) -> None:
 
-    from course.grader.checks import Ctx, checks_for
+    from course.grader.checks import checks_for
     from course.loader import TorchState, load_module
     from course.problems import get
 
@@ -111,6 +112,7 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
     impl_path = Path(impl).resolve()
     state = TorchState()
     by_id = {c.id: c for c in checks_for(problem)}
+    context = problem.context_class()
 
     emit({"event": "start", "id": "__import__"})
     box: dict = {}
@@ -139,7 +141,7 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
             try:
                 impl = load_module(impl_path)        # a fresh copy: no state carried over from other checks
                 state.restore()                      # and whatever its import changed in torch is undone
-                ctx = Ctx(problem=problem, impl=impl, impl_path=str(impl_path), device=device, lang=lang)
+                ctx = context(problem=problem, impl=impl, impl_path=str(impl_path), device=device, lang=lang)
                 check.fn(ctx)
                 result["lines"] = list(ctx.notes)
             except BaseException as exc:  # noqa: BLE001

@@ -1,11 +1,11 @@
 """Acceptance check I1: batch invariance. A seeded request's tokens are the same alone and inside shuffled,
 changing batches; when they are not, the scenario that fails (and a smaller one that passes) names the cause."""
 from course import drive, oracle
-from course.grader.checks import RAISE_AS_IS, Fail, check, params_text
+from course.grader.checks import RAISE_AS_IS, Fail, check
+from tests.p08.context import params_text
 from tests.p08 import diagnose
 from tests.p08.draws import runs
 
-BOTH = ("p08", "p08-fast")
 
 
 def sample_fn(ctx):
@@ -28,7 +28,7 @@ def peer_params(ctx):
 
 # ---- I1 ----------------------------------------------------------------------------------------------
 @check("I1", "批不变：batch 乱序、同伴进出、换参数，结果与单独运行逐个相同",
-       "batch invariance under shuffled, changing peers", hint=("p08", 1, "q7"), problems=BOTH)
+       "batch invariance under shuffled, changing peers", hint=("p08", 1, "q7"))
 def i1_batch_invariance_under_shuffled_peers(ctx):
     vocab, steps = 48, 12
     P = ctx.params

@@ -5,10 +5,10 @@ import math
 import torch
 
 from course import oracle
-from course.grader.checks import Fail, check, params_text
+from course.grader.checks import Fail, check
+from tests.p08.context import params_text
 from tests.p08 import diagnose
 
-BOTH = ("p08", "p08-fast")
 
 
 # ---- S0 ----------------------------------------------------------------------------------------------
@@ -25,7 +25,7 @@ S0_CASES = {
 }
 
 
-@check("S0", "bf16/fp16 的 logits 按 fp32 计算", "bf16/fp16 logits are computed in fp32", hint=("p08", 1, "d0"), problems=BOTH)
+@check("S0", "bf16/fp16 的 logits 按 fp32 计算", "bf16/fp16 logits are computed in fp32", hint=("p08", 1, "d0"))
 def s0_low_precision_logits_in_fp32(ctx):
     for dtype in (torch.bfloat16, torch.float16):
         for row, top_p, allowed in S0_CASES[dtype]:
@@ -57,7 +57,7 @@ def s0_low_precision_logits_in_fp32(ctx):
 
 # ---- S6 ----------------------------------------------------------------------------------------------
 @check("S6", "输出：LongTensor [B]，在 logits 的设备上，按 req_ids 的顺序", "output: LongTensor [B] on the logits' device, in req_ids order",
-       hint=("p08", 1, "d6"), problems=BOTH)
+       hint=("p08", 1, "d6"))
 def s6_output_contract(ctx):
     ids = ["zeta", 7, "alpha", ("tuple", 1), "m"]
     rows, expected = [], []
@@ -104,7 +104,7 @@ ORDER_CASES = [
 
 
 @check("S1-5", "六步的顺序：penalty → greedy → 温度 → top-k → top-p", "the order of the steps: penalty, greedy, temperature, top-k, top-p",
-       hint=("p08", 2, "s1"), problems=BOTH)
+       hint=("p08", 2, "s1"))
 def s_order_of_steps(ctx):
     draws = 80
     for row, kwargs, prev, why, hint in ORDER_CASES:

@@ -1,4 +1,5 @@
-"""Acceptance checks E2-E3: the seed page's worked examples, with its numbers (E1, the penalty: checks_penalty.py)."""
+"""Acceptance checks E2-E3: the seed page's worked examples, with its numbers, and E2.small_t: small temperatures
+used exactly (E1, the penalty: checks_penalty.py)."""
 import math
 
 import torch
@@ -6,10 +7,10 @@ import torch
 from course import oracle
 from course.grader.checks import RAISE_AS_IS, Fail, check, fmt_set, fmt_vec
 from tests.p08 import diagnose
+from tests.p08.draws import counts_of, draws_of, worst_z
 
 PROBS = [0.5, 0.25, 0.15, 0.1]                       # the worked example's distribution at T = 1
 LOG_PROBS = [math.log(p) for p in PROBS]             # [-0.693, -1.386, -1.897, -2.303]
-BOTH = ("p08", "p08-fast")
 
 
 def kept_ids(out) -> set:
@@ -37,7 +38,7 @@ def renormalised(out) -> list:
 
 # ---- E1 ----------------------------------------------------------------------------------------------
 @check("E2.top_k", "top-k 保留集合（-1、0、1、V-1、V、V+5、并列）", "top-k keep sets (-1, 0, 1, V-1, V, V+5, ties)",
-       hint=("p08", 1, "q5"), problems=("p08",))
+       hint=("p08", 1, "q5"))
 def e2_top_k_keep_sets(ctx):
     logits = ctx.tensor(LOG_PROBS)
     cases = [(2, {0, 1}), (1, {0}), (3, {0, 1, 2}), (-1, {0, 1, 2, 3}), (0, {0, 1, 2, 3}), (4, {0, 1, 2, 3}),
@@ -74,7 +75,7 @@ def e2_top_k_keep_sets(ctx):
 
 
 @check("E2.top_p", "top-p 保留集合（越过阈值的 token 要留下）", "top-p keep sets (the token that crosses top_p stays)",
-       hint=("p08", 1, "q4"), problems=("p08",))
+       hint=("p08", 1, "q4"))
 def e2_top_p_keep_sets(ctx):
     logits = ctx.tensor(LOG_PROBS)
     for top_p, keep in ((0.4, {0}), (0.7, {0, 1}), (0.8, {0, 1, 2}), (1e-9, {0}), (0.95, {0, 1, 2, 3}),
@@ -115,7 +116,7 @@ def e2_top_p_keep_sets(ctx):
 
 
 @check("E2.trace", "逐步追踪：top_k=3 再 top_p=0.6", "the worked trace: top_k=3, then top_p=0.6",
-       hint=("p08", 3, "trace"), problems=("p08",))
+       hint=("p08", 3, "trace"))
 def e2_worked_trace(ctx):
     logits = ctx.tensor(LOG_PROBS)
     after_k = ctx.vector("apply_top_k", logits, 3)
@@ -178,7 +179,7 @@ def expect_distribution(ctx, label, counts, expected, draws, hint, case=None):
 
 
 @check("E2.temperature", "温度表与 top_k=2 的经验分布", "the temperature table and top_k=2, drawn",
-       hint=("p08", 1, "e2"), problems=BOTH)
+       hint=("p08", 1, "e2"))
 def e2_temperatures_drawn(ctx):
     settings = [dict(temperature=0.5), dict(temperature=2.0), dict(top_k=2)]
     draws = 3000
@@ -190,7 +191,7 @@ def e2_temperatures_drawn(ctx):
 
 
 @check("E2.off", "sample() 里的“关闭”：top_k = 0、V、V+5 与 top_p = 1 都不过滤", "'off' inside sample(): top_k = 0, V, V+5 and "
-       "top_p = 1 filter nothing", hint=("p08", 1, "q5"), problems=BOTH)
+       "top_p = 1 filter nothing", hint=("p08", 1, "q5"))
 def e2_off_values_drawn(ctx):
     settings = [dict(top_k=0), dict(top_k=4), dict(top_k=9), dict(top_p=1.0)]
     draws = 600
@@ -213,7 +214,7 @@ E3_ROW = [1.0, 0.5, 0.0, -0.5, 0.2, 0.9]
 
 
 @check("E3", "单独 vs 混合：seed=7 的请求 q", "alone vs mixed: request q with seed 7",
-       hint=("p08", 1, "e3"), problems=BOTH)
+       hint=("p08", 1, "e3"))
 def e3_alone_vs_mixed(ctx):
     q = ctx.params(seed=7)
     peers = {"a": ctx.params(seed=7), "b": ctx.params(), "c": ctx.params(temperature=0.0),
@@ -249,3 +250,34 @@ def e3_alone_vs_mixed(ctx):
         raise Fail(f"free('q'), then q (seed=7) again for 3 steps -> {replay}, expected the first 3 again {alone[:3]}",
                    ctx.t("free 之后同名请求要从头开始新的随机流", "after free, a request reusing the id must start a fresh stream"),
                    hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.free")
+
+
+# ---- E2.small_t -------------------------------------------------------------------------------------
+SHAPE = [0.0, -1.0, -2.0, -3.0, -4.0, -6.0]       # row = SHAPE * T, so at the right T the probs are softmax(SHAPE)
+
+
+@check("E2.small_t", "小温度（1e-4 … 0.3）按原值使用，不截断", "small temperatures (1e-4 ... 0.3) are used exactly, not clamped",
+       hint=("p08", 2, "s3"))
+def e2_small_temperatures_exact(ctx):
+    draws, expected = 1200, oracle.softmax(SHAPE)
+    temperatures = (1e-4, 1e-3, 0.01, 0.05, 0.3)
+    rows = [[v * t for v in SHAPE] for t in temperatures]
+    counts = [counts_of(draws_of(ctx, torch.tensor(row), draws, 7000 + i * draws, chunk=draws, temperature=t), 6)
+              for i, (t, row) in enumerate(zip(temperatures, rows))]
+    bad = [i for i, c in enumerate(counts) if oracle.sigma_violations(c, expected, draws)]
+    if not bad:
+        return
+    i, temperature = bad[0], temperatures[bad[0]]
+    observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3g}' for v in rows[i])}], temperature={temperature}) "
+                f"for {draws} seeds -> frequencies {fmt_vec([c / draws for c in counts[i]])}, expected {fmt_vec(expected)}")
+    diagnose.earlier_step_first(ctx, observed, [(rows[i], ctx.params(temperature=temperature), [])], stream=True)
+    hypotheses = [(ctx.t("温度没有被用上（抽样符合 T = 1）", "the temperature is not used (the draws fit T = 1)"), lambda t: 1.0)]
+    hypotheses += [(ctx.t(f"温度被截到了至少 {floor}：按原值用，不要 max(T, …)", f"the temperature is clamped up to {floor}: "
+                          f"use it as given, no max(T, ...)"), lambda t, floor=floor: max(t, floor))
+                   for floor in (1e-3, 0.01, 0.05, 0.1, 0.5)]
+    fitting = [label for label, effective in hypotheses
+               if all(worst_z(c, oracle.softmax([v / effective(t) for v in row]), draws) <= 6.0
+                      for t, row, c in zip(temperatures, rows, counts))]
+    why = [ctx.t(f"五个温度的抽样都符合这一种错误：{fitting[0]}", f"the draws at all five temperatures fit one mistake: "
+                 f"{fitting[0]}")] if len(fitting) == 1 else []
+    raise Fail(observed, *why, where=f"{ctx.sampler_name}.sample")

@@ -1,17 +1,20 @@
-"""Acceptance checks I2-I4 of the seed page: no side effects, greedy equivalents, never an empty kept set."""
+"""Acceptance checks I2-I4 of the seed page: no side effects, greedy equivalents (and I3.edges: the greedy
+threshold with tied maxima, near-ties and huge values), never an empty kept set."""
 import copy
 
 import torch
 
-from course.grader.checks import RAISE_AS_IS, Fail, check, fmt_vec, params_text
-from tests.p08 import diagnose
-from tests.p08.draws import runs
+from course import oracle
 
-BOTH = ("p08", "p08-fast")
+from course.grader.checks import RAISE_AS_IS, Fail, check, fmt_vec
+from tests.p08.context import params_text
+from tests.p08 import diagnose
+from tests.p08.draws import counts_of, draws_of, runs
+
 
 
 # ---- I2 ----------------------------------------------------------------------------------------------
-@check("I2", "无副作用：调用后输入逐位不变", "no side effects on inputs", hint=("p08", 2, "traps"), problems=BOTH)
+@check("I2", "无副作用：调用后输入逐位不变", "no side effects on inputs", hint=("p08", 2, "traps"))
 def i2_inputs_never_modified(ctx):
     g = torch.Generator().manual_seed(2)
     P = ctx.params
@@ -57,7 +60,7 @@ def i2_inputs_never_modified(ctx):
 
 # ---- I3 ----------------------------------------------------------------------------------------------
 @check("I3", "等价于 greedy：T<1e-5、top_k=1、极小 top_p", "greedy equivalents: T < 1e-5, top_k = 1, tiny top_p",
-       hint=("p08", 1, "q3"), problems=BOTH)
+       hint=("p08", 1, "q3"))
 def i3_greedy_equivalents(ctx):
     g = torch.Generator().manual_seed(3)
     logits = (torch.randn(4, 40, generator=g) * 3).to(ctx.device)                  # [4, 40] distinct values
@@ -108,7 +111,7 @@ INF = float("-inf")
 
 
 @check("I4", "保留集合非空，没有 NaN（极端参数与数值）", "kept set never empty, no NaN (extreme params and values)",
-       hint=("p08", 1, "q4"), problems=BOTH)
+       hint=("p08", 1, "q4"))
 def i4_kept_set_never_empty(ctx):
     cases = [  # row, params, dtype, allowed tokens
         ([0.0] * 8, dict(top_p=1e-9), torch.float32, set(range(8))),
@@ -149,3 +152,73 @@ def i4_kept_set_never_empty(ctx):
             if not kept or any(v != v for v in kept):
                 raise Fail(f"called {name}({fmt_vec(flat)}, {arg}) -> {fmt_vec(out)}",
                            ctx.t("期望：至少保留一个 token，且没有 NaN", "expected at least one kept token and no NaN"), where=name)
+
+
+# ---- I3.edges ---------------------------------------------------------------------------------------
+GREEDY_ROWS = [("tied maxima", [2.0, 5.0, 5.0, 1.0], {1}),                     # torch.argmax: the first of equal maxima
+               ("a near-tie (1 ulp apart)", [1.0, 1.0 - 2 ** -20, -5.0, -5.0], {0}),
+               ("huge values (row / T overflows)", [2e35, 3e35, -1e35, 0.0], {1})]
+
+
+@check("I3.edges", "greedy 的边界：T = 9e-6 配并列最大值/极大值；T = 1e-5 不是 greedy",
+       "greedy edges: T = 9e-6 with ties or huge values; T = 1e-5 is not greedy", hint=("p08", 1, "q3"))
+def i3_greedy_threshold_edges(ctx):
+    for temperature in (0.0, 1e-6, 9e-6):
+        for label, row, allowed in GREEDY_ROWS:
+            params = [ctx.params(temperature=temperature, seed=s if s % 2 else None) for s in range(12)]
+            logits = ctx.tensor([row] * 12)
+            observed = f"called {ctx.sampler_name}.sample(12 x [{fmt_vec(row)[1:-1]}], temperature={temperature})"
+            try:
+                got = ctx.sample(ctx.sampler(), logits, [f"g{s}" for s in range(12)], params, [[]] * 12)
+            except Exception as exc:  # noqa: BLE001 - explained when the cause is established, else re-raised
+                if isinstance(exc, RAISE_AS_IS):
+                    raise
+                if runs(ctx, logits, temperature=1.0) and not runs(ctx, logits, temperature=temperature):
+                    raise Fail(f"{observed} raised {type(exc).__name__}: {str(exc)[:100]}",
+                               ctx.t("T < 1e-5 的行要直接取 argmax，不能先除以 T：row / T 溢出成 inf，softmax 得到 NaN",
+                                     "a row with T < 1e-5 takes the argmax directly, before any division: row / T overflows "
+                                     "to inf and softmax gives NaN"), where=f"{ctx.sampler_name}.sample") from None
+                raise
+            if len(set(got)) == 1 and got[0] in allowed:
+                continue
+            if temperature > 0 and len(set(got)) > 1:
+                why = ctx.t(f"T = {temperature} < 1e-5 也是 greedy（规则是 temperature < 1e-5），不能只判断 T == 0；"
+                            "greedy 的结果不随 seed 变化", f"T = {temperature} < 1e-5 is greedy too (the rule is temperature "
+                            "< 1e-5), not only T == 0; a greedy row does not change with the seed")
+            elif len(set(got)) == 1 and got[0] in {int((torch.tensor(row) / t).argmax()) for t in (temperature, 1e-5)}:
+                why = ctx.t("结果等于这一行除以一个极小温度之后的 argmax：极大的值除出来溢出成 inf、彼此相等。greedy 要对没除过的（罚后的）行取 argmax",
+                            "the result is the argmax of the row divided by a tiny temperature, where huge values overflow to "
+                            "inf and tie: greedy takes the argmax of the undivided (penalised) row")
+            elif len(set(got)) == 1 and row[got[0]] == max(row):
+                why = ctx.t(f"token {got[0]} 也是最大值之一，但 greedy 的规则是 torch.argmax：相等的最大值取第一个（token {min(allowed)}）",
+                            f"token {got[0]} ties for the maximum, but the greedy rule is torch.argmax, which returns the first "
+                            f"of equal maxima (token {min(allowed)})")
+            else:
+                why = ctx.t(f"期望 {sorted(allowed)} 之一，并且每个请求都一样", f"expected one of {sorted(allowed)}, the same for every request")
+            raise Fail(f"{observed} -> {got}", why, where=f"{ctx.sampler_name}.sample")
+    tied = [2.0, 5.0, 5.0, 1.0]                                            # top_k = 1 keeps both maxima: not argmax
+    drawn = set(draws_of(ctx, torch.tensor(tied), 60, 800, top_k=1))
+    if drawn != {1, 2}:
+        observed = f"60 draws of {ctx.sampler_name}.sample([2, 5, 5, 1], top_k=1) -> tokens {sorted(drawn)}, expected both 1 and 2"
+        diagnose.earlier_step_first(ctx, observed, [(tied, ctx.params(top_k=1), [])])
+        raise Fail(observed,
+                   ctx.t("top_k = 1 保留所有等于最大值的 token，这不是 greedy：别用 argmax 当捷径",
+                         "top_k = 1 keeps every token equal to the largest value; it is not greedy: no argmax shortcut"),
+                   hint=("p08", 1, "q5"), where=f"{ctx.sampler_name}.sample")
+    row = [1.0, 1.0 - 2 ** -17, -5.0, -5.0]
+    for temperature in (1e-5, 2e-5):
+        tokens = draws_of(ctx, torch.tensor(row), 300, 500, temperature=temperature)
+        expected = oracle.filtered_probs(row, temperature=temperature)
+        counts = counts_of(tokens, 4)
+        if oracle.sigma_violations(counts, expected, 300):
+            observed = (f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}], temperature={temperature}) for 300 seeds "
+                        f"-> counts {counts}, expected frequencies {fmt_vec(expected)}")
+            if counts[0] == 300:
+                raise Fail(observed, ctx.t(f"T = {temperature} 不是 greedy：规则是 temperature < 1e-5（严格小于）",
+                                           f"T = {temperature} is not greedy: the rule is temperature < 1e-5 (strictly less)"),
+                           where=f"{ctx.sampler_name}.sample")
+            diagnose.earlier_step_first(ctx, observed, [(row, ctx.params(temperature=temperature), [])], stream=True)
+            raise Fail(observed, where=f"{ctx.sampler_name}.sample")
+
+
+# ---- E2.small_t -------------------------------------------------------------------------------------

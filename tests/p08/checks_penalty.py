@@ -1,16 +1,17 @@
 """Acceptance checks E1: the repetition penalty, on its own (values, distinct ids, negatives, tensor and long
-histories, ids past 32767) and inside sample() on a greedy row (it comes before the greedy test)."""
+histories, ids past 32767), inside sample() on a greedy row (it comes before the greedy test), and E1.history:
+inside sample() with uneven histories, penalty < 1 and bf16/fp16 rows."""
 import torch
 
 from course import oracle
-from course.grader.checks import RAISE_AS_IS, Fail, check, fmt_vec, params_text
+from course.grader.checks import RAISE_AS_IS, Fail, check, fmt_vec
+from tests.p08.context import params_text
 from tests.p08 import diagnose
 
-BOTH = ("p08", "p08-fast")
 
 
 @check("E1.penalty", "重复惩罚：数值、去重、负 logit", "repetition penalty: values, distinct ids, negative logits",
-       hint=("p08", 1, "e1"), problems=("p08",))
+       hint=("p08", 1, "e1"))
 def e1_penalty_values(ctx):
     logits = ctx.tensor([3.0, -1.0, 0.5, -0.2])
     call = "called apply_repetition_penalty(tensor([3.0, -1.0, 0.5, -0.2]), prev_tokens=[1, 3, 3], penalty=1.5)"
@@ -73,7 +74,7 @@ def e1_penalty_values(ctx):
 
 
 @check("E1.greedy", "penalty 在 greedy 判断之前生效", "the penalty also applies to greedy rows",
-       hint=("p08", 1, "q3"), problems=BOTH)
+       hint=("p08", 1, "q3"))
 def e1_greedy_after_penalty(ctx):
     row = [3.0, -1.0, 2.5, -0.2]
     for temperature in (0.0, 1e-6):
@@ -103,3 +104,113 @@ def e1_greedy_after_penalty(ctx):
 
 
 # ---- E2 ----------------------------------------------------------------------------------------------
+
+
+# ---- E1.history -------------------------------------------------------------------------------------
+def row_with(top, vocab=32):
+    """A row of low logits [V] with the given {token: value} on top."""
+    values = [-3.0 - 0.01 * j for j in range(vocab)]
+    for token, value in top.items():
+        values[token] = value
+    return values
+
+
+def history_rows():
+    """(label, row, prev, penalty, expected token, the token the case is about), one clear answer each."""
+    long_history = [3] + [8 + i % 20 for i in range(2000)]
+    return [
+        ("history [5, 6, 7] holds no token 0", row_with({0: 2.0, 1: 1.9}), [5, 6, 7], 1.5, 0, None),
+        ("empty history", row_with({31: 2.0, 30: 1.9}), [], 1.5, 31, None),
+        ("token 3 seen once, 2000 tokens ago", row_with({3: 2.0, 4: 1.9}), long_history, 1.5, 4, 3),
+        ("token 6 seen once, last of 2000", row_with({6: 2.0, 7: 1.9}), long_history[1:] + [6], 1.5, 7, 6),
+        ("penalty 0.5 < 1 raises a positive logit", row_with({1: 1.0, 2: 0.6}), [2], 0.5, 2, 2),
+        ("penalty 0.5 < 1 on a negative logit", row_with({0: -0.5, 1: -0.4}), [0], 0.5, 0, 0),
+        ("history [1, 1, 1, 2]", row_with({1: 2.0, 2: 1.0, 5: 1.2}), [1, 1, 1, 2], 1.5, 1, 1),
+    ]
+
+
+def why_row_is_wrong(ctx, case, mode):
+    """The established reason a row of E1.history came out wrong, by re-running it in smaller settings."""
+    label, row, prev, pen, want, key = case
+    solo = lambda values, history, penalty: ctx.sample(                          # noqa: E731
+        ctx.sampler(), ctx.tensor([values]), ["solo"], [ctx.params(repetition_penalty=penalty, **mode)], [list(history)])
+    if solo(row, prev, pen) == [want]:
+        return ctx.t("这一行单独采样是对的，和其他历史更长的行放在一起就错了：各行的历史混在一起了，或者补齐(pad)用的 id 也被惩罚了",
+                     "this row alone is right, but wrong beside rows with longer histories: the histories are mixed "
+                     "between rows, or the id used to pad them is penalised too")
+    if key is not None and len(prev) > 1 and solo(row, [key], pen) == [want]:
+        if len(prev) > 100:
+            return ctx.t(f"历史只有 [{key}] 时是对的，{len(prev)} 个 token 的历史就错了：整个历史都算，从第一个到最后一个",
+                         f"with the history [{key}] it is right, with {len(prev)} tokens it is wrong: the whole history "
+                         f"counts, from its first token to its last")
+        return ctx.t("历史只有一个 token 时是对的，有重复时就错了：每个不同的 token 只罚一次", "right with a one-token history, "
+                     "wrong with repeats: each distinct token is penalised once")
+    if solo(row_with({0: 2.0, 1: 1.9}), [0], 2.0) != [1]:
+        if "temperature" in mode:
+            return ctx.t("greedy 行完全没有被惩罚：penalty 要在 greedy 判断之前", "greedy rows are not penalised at all: "
+                         "the penalty comes before the greedy test")
+        return ctx.t("sample() 没有按 prev_tokens[i] 对第 i 行做 penalty", "sample() does not penalise row i with prev_tokens[i]")
+    if pen < 1:
+        return ctx.t("penalty 2 是对的，penalty 0.5 就错了：penalty < 1 也用同一条规则，正数 v / p，负数 v * p",
+                     "penalty 2 is right, penalty 0.5 is not: penalty < 1 follows the same rule, positive v / p, negative v * p")
+    return None
+
+
+LOW_PRECISION_ROWS = [  # penalty 1.3 on token 0 = 3.0: fp32 gives 2.3077 < token 1; in bf16/fp16 it rounds up to a tie
+    (torch.bfloat16, [3.0, 2.3125, -1.0, -2.0]), (torch.float16, [3.0, 2.30859375, -1.0, -2.0])]
+
+
+@check("E1.history", "sample() 里的 penalty：长/不等长的历史、penalty < 1、bf16 行",
+       "the penalty inside sample(): long and uneven histories, penalty < 1, bf16 rows", hint=("p08", 2, "s1"))
+def e1_penalty_in_a_real_batch(ctx):
+    cases = history_rows()
+    for mode in (dict(temperature=0.0), dict(top_k=1, seed=5)):
+        params = [ctx.params(repetition_penalty=case[3], **mode) for case in cases]
+        logits = ctx.tensor([case[1] for case in cases])
+        got = ctx.sample(ctx.sampler(), logits, [f"h{i}" for i in range(len(cases))], params, [list(case[2]) for case in cases])
+        for i, case in enumerate(cases):
+            label, row, prev, pen, want, _ = case
+            if got[i] == want:
+                continue
+            observed = (f"called {ctx.sampler_name}.sample({len(cases)} rows, {params_text(params[i])}), row {i} ({label}) "
+                        f"-> token {got[i]}, expected {want}")
+            diagnose.earlier_step_first(ctx, observed, [(row, params[i], prev)], greedy="temperature" in mode,
+                                        filters="top_k" in mode)
+            why = why_row_is_wrong(ctx, case, mode)
+            raise Fail(observed, *[w for w in [why] if w], hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+    plain = diagnose.penalty_verdict(ctx)                                  # T = 1, no filter: drawn, 300 seeds
+    if plain:
+        raise Fail(*plain[0], ctx.t("greedy 和 top_k=1 的行都罚对了，T = 1、没有 top-k/top-p 的行却没有：有条捷径跳过了 penalty",
+                                    "greedy and top_k=1 rows are penalised right, but a T = 1 row with no top-k/top-p is not: "
+                                    "a shortcut skips the penalty"),
+                   hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+    for vocab, top in ((50257, 45000), (151936, 151935)):                   # ids past int16 / uint16 range
+        row = torch.full((vocab,), -3.0)
+        row[[top, 3]] = torch.tensor([2.0, 1.9])
+        params = ctx.params(temperature=0.0, repetition_penalty=1.5)
+        got = ctx.sample(ctx.sampler(), row[None].to(ctx.device), ["v"], [params], [[top, 5]])
+        if got != [3]:
+            observed = (f"called {ctx.sampler_name}.sample(V={vocab}, token {top} = 2.0, token 3 = 1.9, {params_text(params)}, "
+                        f"prev_tokens=[[{top}, 5]]) -> {got}, expected [3]")
+            diagnose.earlier_step_first(ctx, observed, [(row.tolist(), params, [top, 5])], greedy=True)
+            raise Fail(observed, ctx.t(f"token {top} 罚后是 1.33 < 1.9：大的 token id 也要罚到它自己（id 别存成 int16 之类的小类型）",
+                                       f"token {top} becomes 1.33 < 1.9: a large token id must hit its own token (no int16 "
+                                       f"or other narrow id type)"), hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+    for dtype, row in LOW_PRECISION_ROWS:
+        params = ctx.params(temperature=0.0, repetition_penalty=1.3)
+        got = ctx.sample(ctx.sampler(), ctx.tensor([row], dtype=dtype), ["b"], [params], [[0]])
+        if got != [1]:
+            observed = (f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}] {str(dtype)[6:]}, {params_text(params)}, "
+                        f"prev_tokens=[[0]]) -> {got}, expected [1]")
+            if ctx.sample(ctx.sampler(), ctx.tensor([row]), ["b"], [params], [[0]]) != [1]:
+                diagnose.earlier_step_first(ctx, observed, [(row, params, [0])], greedy=True)
+                raise Fail(observed, hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+            raise Fail(observed, ctx.t("同一行用 fp32 输入是对的：penalty 是在低精度里算的（3.0/1.3 = 2.3077，舍入到 "
+                                       f"{str(dtype)[6:]} 变成 {row[1]}，和 token 1 打平）。先 .float() 再罚",
+                                       f"the same row given in fp32 is right: the penalty was computed in low precision "
+                                       f"(3.0/1.3 = 2.3077 rounds to {row[1]} in {str(dtype)[6:]}, a tie with token 1). "
+                                       f"Convert the row with .float() before the penalty"),
+                       hint=("p08", 1, "d0"), where=f"{ctx.sampler_name}.sample")
+
+
+# ---- I3.edges ---------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ import math
 import torch
 
 from course import oracle
-from course.grader.checks import RAISE_AS_IS, Explained, Fail, WrongOutput, crash_explainer, fmt_set, fmt_vec, params_text
+from course.grader.checks import RAISE_AS_IS, Explained, Fail, WrongOutput, fmt_set, fmt_vec
+from tests.p08.context import crash_explainer, params_text
 from tests.p08.draws import counts_of, draws_of, worst_z
 
 GREEDY = 1e-5

@@ -6,14 +6,14 @@ import random
 import torch
 
 from course import oracle, problems
-from course.grader.checks import Fail, _noting, check, fmt_set, fmt_vec, params_text
+from course.grader.checks import Fail, _noting, check, fmt_set, fmt_vec
+from tests.p08.context import params_text
 from course.loader import load_solution
 from course.sampling_params import GREEDY_TEMPERATURE
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
 from tests.p08_fast.batches import (edge_batches, heterogeneous_batch, order_batch, random_params, tie_batch,
                                     wide_top_p_batch)
 
-FAST = ("p08-fast",)
 PROBS = [0.5, 0.25, 0.15, 0.1]
 
 
@@ -42,7 +42,7 @@ def _differences(row, expected, exact):
 
 @check("F1", "过滤后的分布与参考解一致（随机异构 batch，每个 token 误差 ≤ 1e-6）",
        "filtered distribution equals the reference's (random mixed batches, <= 1e-6 per token)",
-       hint=("p08-fast", 1, "q2"), problems=FAST)
+       hint=("p08-fast", 1, "q2"))
 def f1_filtered_distribution_equals_reference(ctx):
     ref = load_solution(problems.get("p08"))
     batches = [heterogeneous_batch(ctx, seed, batch, vocab, dtype) for seed, batch, vocab, dtype in (
@@ -93,7 +93,7 @@ def f1_filtered_distribution_equals_reference(ctx):
 
 
 @check("F2", "被删掉的 token 概率恰好为 0（博客 bug 2：clamp_min）", "removed tokens have exactly zero probability (blog bug 2: clamp_min)",
-       hint=("p08-fast", 1, "q4"), problems=FAST)
+       hint=("p08-fast", 1, "q4"))
 def f2_exact_zeros_outside_kept_set(ctx):
     vocab, g = 50257, torch.Generator().manual_seed(5)
     rows = torch.stack([head_and_tail(g, vocab, 30) for _ in range(3)])                      # [3, V]
@@ -113,7 +113,7 @@ def f2_exact_zeros_outside_kept_set(ctx):
 
 
 @check("F3", "越过 top_p 的 token 要留下（博客 bug 1：cumsum > top_p）", "the token that crosses top_p stays (blog bug 1: cumsum > top_p)",
-       hint=("p08-fast", 1, "q3"), problems=FAST)
+       hint=("p08-fast", 1, "q3"))
 def f3_crossing_token_stays(ctx):
     row = [math.log(p) for p in PROBS]
     cases = [(dict(top_p=0.7), [2 / 3, 1 / 3, 0, 0]), (dict(top_k=3, top_p=0.6), [2 / 3, 1 / 3, 0, 0]),
@@ -130,7 +130,7 @@ def f3_crossing_token_stays(ctx):
 
 
 @check("F4", "逐位批不变：别人的 K、B 不影响你的概率和 token（博客 bug 3）", "bit-for-bit batch invariance: peers' K and B change nothing (blog bug 3)",
-       hint=("p08-fast", 1, "q5"), problems=FAST)
+       hint=("p08-fast", 1, "q5"))
 def f4_bitwise_batch_invariance(ctx):
     vocab, g, rng = 8237, torch.Generator().manual_seed(6), random.Random(6)          # no multiple of any chunk
     P = ctx.params
@@ -175,7 +175,7 @@ def f4_bitwise_batch_invariance(ctx):
 
 @check("F5", "速度：同一次运行里比参考解的逐行循环和全词表排序都快（seed 004 的场景）",
        "speed: faster than the reference loop and the full-vocab sort, measured in the same run (seed 004's case)",
-       hint=("p08-fast", 1, "q1"), problems=FAST)
+       hint=("p08-fast", 1, "q1"))
 def f5_speed_against_reference_loop(ctx):
     from course.bench.baselines import FullSortSampler
     from course.bench import time_many

@@ -5,7 +5,8 @@ import math
 
 import torch
 
-from course.grader.checks import Fail, check, params_text
+from course.grader.checks import Fail, check
+from tests.p08.context import params_text
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
 from tests.p08_fast.checks_fast import fast_probs
 
@@ -22,7 +23,7 @@ def draw_cases(ctx):
 
 
 @check("F6", "sample() 的抽样符合你自己的 filtered_probs()（真实词表大小）",
-       "sample() draws from your own filtered_probs() (real vocabulary sizes)", hint=("p08-fast", 2, "s6"), problems=("p08-fast",))
+       "sample() draws from your own filtered_probs() (real vocabulary sizes)", hint=("p08-fast", 2, "s6"))
 def f6_sample_matches_own_filtered_probs(ctx):
     draws, chunk = 400, 100
     for n, (label, row, kwargs) in enumerate(draw_cases(ctx)):

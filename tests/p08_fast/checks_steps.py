@@ -20,7 +20,6 @@ from course import oracle, problems
 from course.grader.checks import Fail, _noting, check, describe, fmt_num
 from course.loader import load_solution
 
-FAST = ("p08-fast",)
 INF = float("inf")
 
 
@@ -109,7 +108,7 @@ def reference():
 # ---- T1 penalized_fp32 -------------------------------------------------------------------------------
 @check("T1.penalized_fp32", "penalized_fp32（第 1 步）：fp32、每行去重历史上的 penalty、不改调用方",
        "penalized_fp32 (step 1): fp32, the penalty on each row's distinct history, the caller's tensor untouched",
-       hint=("p08-fast", 2, "s1"), problems=FAST)
+       hint=("p08-fast", 2, "s1"))
 @step("penalized_fp32")
 def t1_penalized_fp32(ctx):
     P = ctx.params
@@ -181,7 +180,7 @@ def _window_inputs(device):
 
 @check("T3.window_topk", "window_topk（第 3 步）：与 torch.topk 相同的窗口值，id 指回这些值",
        "window_topk (step 3): the same values as torch.topk, ids that point at them",
-       hint=("p08-fast", 2, "s3"), problems=FAST)
+       hint=("p08-fast", 2, "s3"))
 @step("window_topk")
 def t3_window_topk(ctx):
     for _, x, widths in _window_inputs(ctx.device):
@@ -256,7 +255,7 @@ def _canonical_violation(z_in, ids_in, z, ids):
 
 @check("T3.canonical_window", "canonical_window（第 3 步）：窗口按值降序，相等的值按 token id 升序",
        "canonical_window (step 3): descending values, equal values in ascending token id",
-       hint=("p08-fast", 2, "s3"), problems=FAST)
+       hint=("p08-fast", 2, "s3"))
 @step("canonical_window")
 def t3_canonical_window(ctx):
     dev = ctx.device

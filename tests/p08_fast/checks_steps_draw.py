@@ -3,9 +3,10 @@ whatever the peers), and inverse_cdf. Helpers and the rules of the step checks: 
 import torch
 
 from course import oracle
-from course.grader.checks import Fail, _noting, check, fmt_set, params_text
+from course.grader.checks import Fail, _noting, check, fmt_set
+from tests.p08.context import params_text
 from course.sampling_params import GREEDY_TEMPERATURE as GREEDY
-from tests.p08_fast.checks_steps import FAST, call, need_tensor, rows_text, step
+from tests.p08_fast.checks_steps import call, need_tensor, rows_text, step
 
 
 # ---- T5 filtered_probs -------------------------------------------------------------------------------
@@ -33,7 +34,7 @@ def _mid_top_p(row, keep, top_k=-1):
 
 @check("T5.filtered_probs", "filtered_probs（第 5 步）：例 2 的 batch；并列的 top-p 截断按 token id，与同批无关",
        "filtered_probs (step 5): example 2's batch; a top-p cut inside a run of ties goes by token id, whatever the peers",
-       hint=("p08-fast", 2, "s5"), problems=FAST)
+       hint=("p08-fast", 2, "s5"))
 def t5_filtered_probs(ctx):
     P = ctx.params
     example = torch.stack([torch.tensor([0.15, 0.5, 0.05, 0.25, 0.03, 0.02]).log(), torch.tensor([3.0, -1.0, 2.5, -0.2, 0.0, 1.0]),
@@ -97,7 +98,7 @@ def expected_column(cs, total, u, e):
 
 @check("T6.inverse_cdf", "inverse_cdf（第 6 步）：第一个前缀质量 > u * total 且有质量的列",
        "inverse_cdf (step 6): the first column whose prefix mass exceeds u * total and has mass",
-       hint=("p08-fast", 2, "s6"), problems=FAST)
+       hint=("p08-fast", 2, "s6"))
 @step("inverse_cdf")
 def t6_inverse_cdf(ctx):
     dev = ctx.device

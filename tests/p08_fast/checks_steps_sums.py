@@ -5,13 +5,13 @@ import math
 import torch
 
 from course.grader.checks import Fail, check, describe, fmt_num
-from tests.p08_fast.checks_steps import FAST, INF, bits, call, need_tensor, reference, rows_text, stable_window, step
+from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, reference, rows_text, stable_window, step
 
 
 # ---- T4 prefix_sum and row_total ---------------------------------------------------------------------
 @check("T4.prefix_sum", "prefix_sum 与 row_total（第 4 步）：第 j 项不随宽度 W、不随 batch 变（逐位）",
        "prefix_sum and row_total (step 4): entry j is the same float for any width W and any batch",
-       hint=("p08-fast", 2, "s4"), problems=FAST)
+       hint=("p08-fast", 2, "s4"))
 @step("prefix_sum", "row_total")
 def t4_prefix_sum_and_row_total(ctx):
     dev = ctx.device
@@ -112,7 +112,7 @@ def expected_window(z, top_k, top_p, row_mass):
 
 @check("T4.filter_window", "filter_window（第 4-5 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
        "filter_window (steps 4-5) on example 2's batch: kept prefix, exact zeros, kept mass, certain",
-       hint=("p08-fast", 2, "s4"), problems=FAST)
+       hint=("p08-fast", 2, "s4"))
 @step("filter_window")
 def t4_filter_window(ctx):
     dev = ctx.device

@@ -1,4 +1,7 @@
 """Helpers of the self-tests: apply a mutant, run checks in process."""
+import io
+import re
+import tokenize
 from pathlib import Path
 
 from course import problems
@@ -6,14 +9,34 @@ from course.grader.checks import checks_for
 from course.grader.runner import grade_in_process
 
 
-def mutate(problem_name: str, mutant, folder: Path) -> Path:
-    """Write the solution with the mutant's patches applied; each patch must match exactly once."""
-    problem = problems.get(problem_name)
-    text = problem.path("solution").read_text(encoding="utf-8")
-    for old, new in mutant.patches:
+def without_comments(text: str) -> str:
+    """text with every comment cut off its line (the line kept, so line numbers stay): a patch matches the code,
+    whatever the solution's comments say. A fragment that does not tokenize loses its '  # ...' tails instead."""
+    lines = text.split("\n")
+    try:
+        cuts = [t.start for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return "\n".join(re.sub(r"(^\s*|\s{2,})#.*$", "", line) for line in lines)
+    for row, col in cuts:
+        lines[row - 1] = lines[row - 1][:col]
+    return "\n".join(line.rstrip() if (i + 1) in {r for r, _ in cuts} else line for i, line in enumerate(lines))
+
+
+def apply_patches(text: str, patches, name: str) -> str:
+    """The solution's code (comments dropped) with each (old, new) applied; each old must match exactly once."""
+    text = without_comments(text)
+    for old, new in patches:
+        old = without_comments(old)
         count = text.count(old)
-        assert count == 1, f"mutant {mutant.name}: patch target found {count} times (the solution changed?): {old[:80]!r}"
+        assert count == 1, f"mutant {name}: patch target found {count} times (the solution's code changed?): {old[:80]!r}"
         text = text.replace(old, new)
+    return text
+
+
+def mutate(problem_name: str, mutant, folder: Path) -> Path:
+    """Write the solution with the mutant's patches applied (they match the code, not its comments)."""
+    problem = problems.get(problem_name)
+    text = apply_patches(problem.path("solution").read_text(encoding="utf-8"), mutant.patches, mutant.name)
     path = folder / f"{mutant.name}.py"
     path.write_text(text, encoding="utf-8")
     return path

@@ -66,9 +66,14 @@ P08 = [
     Mutant("greedy_before_penalty", "E1.greedy", (("tokens[i] = torch.argmax(row)", "tokens[i] = torch.argmax(logits[i])"),),
            "greedy rows skip the penalty", phrase='penalty comes after the greedy test'),
     Mutant("divide_before_greedy", "I3", ((
-        "            if p.temperature < GREEDY_TEMPERATURE:                                   # step 2: greedy\n",
-        "            row = row / p.temperature\n            if p.temperature < GREEDY_TEMPERATURE:\n"),
-        ("            row = row / p.temperature                                                # step 3: [V]\n", "")),
+        "            if p.temperature < GREEDY_TEMPERATURE:\n"
+        "                tokens[i] = torch.argmax(row)\n"
+        "                continue\n"
+        "            row = row / p.temperature\n",
+        "            row = row / p.temperature\n"
+        "            if p.temperature < GREEDY_TEMPERATURE:\n"
+        "                tokens[i] = torch.argmax(row)\n"
+        "                continue\n"),),
         "divides by the temperature before the greedy test", phrase='before the greedy test'),
     Mutant("one_generator_for_batch", "I1", (("generator = self._generator(req_id, p, logits.device)",
                                               "generator = self._generator(req_ids[0], params[0], logits.device)"),),

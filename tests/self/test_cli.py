@@ -41,7 +41,7 @@ def test_reference_passes_and_points_to_the_next_step(tmp_path):
 
 def test_a_file_that_hangs_times_out_per_check_and_the_run_ends():
     code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "hangs.py"), "--lang", "en", "--timeout", "4",
-                            "--only", "E1.penalty,E1.greedy,I3,S6")
+                            "--only", "E1.penalty,E1.greedy,I4,S6")
     assert code == 1
     assert out.count("timed out") == 3 and "✓ E1 repetition penalty" in out and "1/4 checks passed" in out
 
@@ -96,7 +96,7 @@ def test_global_state_edits_neither_fail_a_correct_file_nor_pass_a_wrong_one():
 
 
 @pytest.mark.parametrize("args,message", [(("p99",), "unknown problem 'p99'"), (("p08", "--bogus"), "unrecognized arguments"),
-                                          (("p08", "--hint", "7"), "--hint takes 1, 2 or 3"),
+                                          (("p08", "--hint", "7"), "--hint takes 1, 2 or 3 for p08"),
                                           (("p08", "--impl", "nope.py"), "no such file")])
 def test_usage_errors_are_one_line(args, message):
     code, out, err = check_sh(*args)

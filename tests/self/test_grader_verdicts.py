@@ -1,5 +1,7 @@
 """The grader is right: the reference passes every check, the stub fails every one as 'not implemented',
 and every known mutant fails the check aimed at it."""
+import re
+
 import pytest
 import torch
 
@@ -49,3 +51,16 @@ def test_there_are_enough_mutants_and_each_targets_a_real_check():
     assert len(mutants.P08) >= 15
     for problem, mutant in ALL_MUTANTS:
         assert mutant.aimed_at in check_ids(problem), mutant.name
+
+
+def test_a_comment_edit_in_a_solution_breaks_no_mutant():
+    """Patches match code, not comments: every comment of the solution rewritten, each mutant makes the same file."""
+    from tests.self.helpers import apply_patches, without_comments
+    from tests.self.mutants_fast_steps import FAST_STEPS
+
+    for problem, group in (("p08", mutants.P08), ("p08-fast", mutants_fast.P08_FAST + FAST_STEPS)):
+        text = problems.get(problem).path("solution").read_text(encoding="utf-8")
+        edited = re.sub(r"  # .*$", "  # a comment rewritten by an author", text, flags=re.M)
+        assert edited != text and without_comments(edited) == without_comments(text)
+        for mutant in group:
+            assert apply_patches(edited, mutant.patches, mutant.name) == apply_patches(text, mutant.patches, mutant.name)

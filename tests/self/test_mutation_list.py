@@ -2,7 +2,6 @@
 an operator, the mutated line and a reason; and the mutation run counts an unlisted survivor as such."""
 import tomllib
 
-import pytest
 
 from course import problems
 from course.grader import mutation

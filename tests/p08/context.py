@@ -1,0 +1,145 @@
+"""The context p08's checks (and p08-fast's) run in: the generic Ctx plus calling a sampler and checking what it
+returns. course.toml names it (`context = "tests.p08.context:SamplerCtx"`); the grader itself knows no sampler."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from course.grader.checks import Ctx, Explained, Fail, WrongOutput, _noting, describe, fmt_vec
+from course.sampling_params import SamplingParams as GivenParams
+
+_CRASH_EXPLAINERS: dict = {}   # problem name -> fn(ctx, observed, cases) that raises Explained or returns
+
+
+def crash_explainer(*problems):
+    """Register fn(ctx, observed, cases) to run when the learner's sample() raises: cases = (row, params, prev)
+    of the call's first rows; fn raises Explained when one of the learner's earlier steps is wrong on them."""
+    def register(fn):
+        for name in problems:
+            _CRASH_EXPLAINERS[name] = fn
+        return fn
+    return register
+
+
+def params_text(p) -> str:
+    """Only the fields that differ from the defaults, e.g. 'temperature=0.5, top_k=2'."""
+    defaults = GivenParams()
+    parts = [f"{k}={getattr(p, k)!r}" for k in ("temperature", "top_k", "top_p", "repetition_penalty", "seed")
+             if getattr(p, k, None) != getattr(defaults, k)]
+    return ", ".join(parts) or "defaults"
+
+
+def _history(prev):
+    """One request's prev_tokens as a plain list (a learner's sample() may have replaced it with anything)."""
+    try:
+        return list(prev.tolist() if isinstance(prev, torch.Tensor) else prev)
+    except Exception:  # noqa: BLE001 - not a sequence any more: that is a change too
+        return [repr(prev)[:40]]
+
+
+@dataclass
+class SamplerCtx(Ctx):
+    explaining: bool = False                       # a crash is being explained: its probes are not explained again
+    changed_inputs: list = field(default_factory=list)  # how sample() changed a caller's prev_tokens, the first time
+
+    @property
+    def has_functions(self) -> bool:
+        return bool(self.problem.functions)
+
+    def sampler(self):
+        return self.fn(self.problem.sampler_class)()
+
+    @property
+    def sampler_name(self) -> str:
+        return self.problem.sampler_class
+
+    def params(self, **kwargs):
+        cls = getattr(self.impl, "SamplingParams", None) or GivenParams
+        return cls(**kwargs)
+
+    # -- calling the learner's code, with the result checked for type and shape --
+    def vector(self, name, *args, **kwargs):
+        """Call the function `name` that must return a new floating tensor shaped like args[0]."""
+        like = args[0]
+        shown = ", ".join([fmt_vec(like)] + [repr(a) if not isinstance(a, torch.Tensor) else fmt_vec(a) for a in args[1:]])
+        before = like.clone()
+        out = _noting(f"called {name}({shown})", self.fn(name), *args, **kwargs)
+        if not torch.equal(like, before):
+            raise Fail(f"called {name}({shown}): the input is now {fmt_vec(like)}",
+                       self.t(f"{name} 原地改了传给它的张量：先 clone 再改（调用方的 logits 也会被改掉）",
+                              f"{name} changed the tensor it was given, in place: clone first, then edit the copy (or the "
+                              f"caller's logits change too)"), hint=("p08", 2, "traps"), where=name)
+        if not isinstance(out, torch.Tensor) or out.shape != like.shape or not out.is_floating_point():
+            raise Fail(f"called {name}({shown}) -> {describe(out)}",
+                       self.t(f"期望：一个形状为 {list(like.shape)} 的浮点张量", f"expected a floating tensor of shape {list(like.shape)}"),
+                       where=name)
+        if torch.isnan(out).any():
+            raise Fail(f"called {name}({shown}) -> {fmt_vec(out)}",
+                       self.t("结果里有 NaN", "the result holds NaN"), where=name)
+        return out
+
+    def _output_problems(self, out, batch, device) -> list:
+        """What is wrong with sample()'s return value, one line each (empty when it is a LongTensor [B] on device)."""
+        if not isinstance(out, torch.Tensor):
+            return [self.t(f"返回的是 {type(out).__name__}，不是张量", f"it returned a {type(out).__name__}, not a tensor")]
+        problems = []
+        if out.dtype != torch.long:
+            problems.append(self.t(f"dtype 是 {str(out.dtype)[6:]}：要 torch.long（int64），例如 .long() 或 dtype=torch.long",
+                                   f"its dtype is {str(out.dtype)[6:]}: it must be torch.long (int64), e.g. .long() or "
+                                   f"dtype=torch.long"))
+        if tuple(out.shape) != (batch,):
+            problems.append(self.t(f"形状是 {list(out.shape)}，要 [{batch}]" + ("（去掉最后那一维）" if tuple(out.shape) == (batch, 1) else ""),
+                                   f"its shape is {list(out.shape)}, it must be [{batch}]"
+                                   + (" (drop the last dim)" if tuple(out.shape) == (batch, 1) else "")))
+        if out.device.type != device.type:
+            problems.append(self.t(f"它在 {out.device} 上，要和 logits 一样在 {device} 上",
+                                   f"it is on {out.device}, it must be on the logits' device {device}"))
+        return problems
+
+    def _explain_crash(self, exc, called, logits, params, prev_tokens, rows=8):
+        """sample() raised exc: raise Explained if the problem's explainer finds an earlier step wrong on one of the
+        call's first rows; otherwise return, and the caller re-raises exc as it is."""
+        explain = _CRASH_EXPLAINERS.get(self.problem.name)
+        if explain is None or self.explaining or isinstance(exc, (NotImplementedError, Fail)):
+            return
+        self.explaining = True
+        try:
+            cases = [(row, p, [int(t) for t in _history(prev)]) for row, p, prev in
+                     zip(logits[:rows].float().tolist(), params, prev_tokens)]
+            explain(self, f"{called} raised {type(exc).__name__}: {str(exc).strip()[:100]}", cases)
+        except Explained:
+            raise
+        except Exception:  # noqa: BLE001 - the explainer's own probe failed: the crash is reported as it is
+            return
+        finally:
+            self.explaining = False
+
+    def sample(self, sampler, logits, req_ids, params, prev_tokens) -> list:
+        """sampler.sample(...) checked to be a LongTensor [B] on logits.device with ids in [0, V)."""
+        batch, vocab = logits.shape
+        method = f"{self.sampler_name}.sample"
+        called = (f"called {method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, "
+                  f"req_ids={list(req_ids)[:4]}{'...' if batch > 4 else ''}, params[0]: {params_text(params[0])})")
+        history = [_history(p) for p in prev_tokens]
+        try:
+            out = _noting(called, sampler.sample, logits, req_ids, params, prev_tokens)
+        except Exception as exc:
+            self._explain_crash(exc, called, logits, params, prev_tokens)
+            raise
+        now = [_history(p) for p in prev_tokens]
+        if now != history and not self.changed_inputs:            # a failing check names it first (earlier_step_first)
+            row = next(i for i, (a, b) in enumerate(zip(history, now)) if a != b)
+            self.changed_inputs = [f"{called}: prev_tokens[{row}] went from {history[row][:12]} to {now[row][:12]}"]
+        problems = self._output_problems(out, batch, logits.device)
+        if problems:
+            raise WrongOutput(f"{called} -> {describe(out)}", *problems,
+                              self.t("sample() 的返回值：LongTensor，形状 [B]，和 logits 在同一设备上，第 i 个是 req_ids[i] 的 token",
+                                     "sample() returns a LongTensor of shape [B] on the logits' device, row i = req_ids[i]'s "
+                                     "token"), hint=("p08", 1, "d6"), where=method)
+        tokens = out.tolist()
+        bad = [t for t in tokens if not 0 <= t < vocab]
+        if bad:
+            raise WrongOutput(f"{called} -> {tokens[:8]}", self.t(f"token id {bad[0]} 不在 [0, {vocab}) 内",
+                                                                  f"token id {bad[0]} is outside [0, {vocab})"), where=method)
+        return tokens
