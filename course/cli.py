@@ -12,7 +12,8 @@ from course.grader import report
 from course.lang import pick
 from course.problems import ROOT
 
-USAGE = ("usage: ./check.sh {list | test [pytest args] | mutation PROBLEM | PROBLEM [--solution | --impl FILE] [--device cpu|cuda] "
+USAGE = ("usage: ./check.sh {list | test [pytest args] | mutation PROBLEM | PROBLEM [--solution | --impl FILE] "
+         "[--device cpu|cuda] "
          "[--lang zh|en] [-v] [--watch] [--hint [N]] [--yes]}   problems: ")
 
 
@@ -165,11 +166,13 @@ def list_problems(lang: str) -> int:
     for name, problem in problems.problems().items():
         entry = data.get(name, {})
         g = entry.get("grade")
-        grade_text = (pick(lang, f"上次 {g['passed']}/{g['total']}（{g['when']}）", f"last {g['passed']}/{g['total']} ({g['when']})")
+        grade_text = (pick(lang, f"上次 {g['passed']}/{g['total']}（{g['when']}）",
+                           f"last {g['passed']}/{g['total']} ({g['when']})")
                       if g else pick(lang, "未评分", "not graded yet"))
         done = "✓" if g and g["passed"] == g["total"] else "·"
         seen = entry.get("hints_seen", [])
-        hint_text = pick(lang, f"提示已看 {seen}", f"hints seen {seen}") if seen else pick(lang, "未看提示", "no hints seen")
+        hint_text = (pick(lang, f"提示已看 {seen}", f"hints seen {seen}") if seen
+                     else pick(lang, "未看提示", "no hints seen"))
         where = " · ".join(p for p in (problem.stub, problem.notebook) if p)
         print(f"{done} {name:<9} {problem.title(lang)}\n    {grade_text} · {hint_text} · {where}")
     return 0

@@ -80,7 +80,8 @@ def mixed(make_sampler, sample, targets, steps, vocab, device, traffic: Traffic,
                     exc.freed = peer                           # the caller can tell free() from sample() apart
                     raise
         while len(peers) < traffic.max_peers and rng.random() < traffic.join:
-            peers.append(Stream(f"peer{next_peer % 5}", traffic.make_params(rng), 10_000 + next_peer, shift=traffic.shift))
+            peers.append(Stream(f"peer{next_peer % 5}", traffic.make_params(rng), 10_000 + next_peer,
+                                shift=traffic.shift))
             next_peer += 1
             if any(p.req_id == peers[-1].req_id for p in peers[:-1]):   # ids are reused only after free
                 peers.pop()

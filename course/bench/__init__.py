@@ -234,7 +234,8 @@ def main(argv=None):
         parser.error("--device cuda: torch sees no GPU")
     if args.soak:
         from course.bench import simulate
-        codes = [simulate.main(["--sampler", name, "--steps", str(args.soak), "--vocab", "4096", "--device", args.device])
+        codes = [simulate.main(["--sampler", name, "--steps", str(args.soak), "--vocab", "4096",
+                                "--device", args.device])
                  for name in ("reference", "fast")]
         return max(codes)
     cases = QUICK_CASES if args.quick else CASES

@@ -80,7 +80,8 @@ def simulate(module, sampler_class: str, steps: int, vocab: int = 512, seed: int
         if stream.params.seed is None:
             continue
         outcome.seeded += 1
-        alone = drive.solo(make, sample, stream.req_id, stream.params, stream.row_seed, len(stream.tokens), vocab, device)
+        alone = drive.solo(make, sample, stream.req_id, stream.params, stream.row_seed, len(stream.tokens), vocab,
+                           device)
         if alone != stream.tokens:
             outcome.mismatches.append((stream.req_id, stream.params, stream.tokens, alone))
     return outcome
@@ -97,7 +98,8 @@ def main(argv=None) -> int:
     problem = problems.get("p08" if args.sampler == "reference" else "p08-fast")
     started = time.perf_counter()
     outcome = simulate(load_solution(problem), problem.sampler_class, args.steps, args.vocab, args.seed,
-                       device=args.device, progress=lambda s, n: print(f"\r  step {s}/{n}", end="", file=sys.stderr, flush=True))
+                       device=args.device,
+                       progress=lambda s, n: print(f"\r  step {s}/{n}", end="", file=sys.stderr, flush=True))
     print(file=sys.stderr)
     print(f"\r{problem.sampler_class} on {args.device}: {outcome.steps} steps, {outcome.requests} requests "
           f"({outcome.seeded} seeded, {outcome.reused_ids} reused ids), {outcome.tokens} tokens, "

@@ -1,1 +1,2 @@
-"""The grader: checks and their context, the worker process, the runner with time limits, the report, watch mode, mutation testing."""
+"""The grader: checks and their context, the worker process, the runner with time limits, the report, watch mode,
+mutation testing."""

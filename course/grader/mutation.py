@@ -51,8 +51,10 @@ def mutant_key(record: list) -> tuple:
 
 def _key(operator: str, diff: str) -> tuple:
     lines = diff.splitlines()
-    before = next((line[1:].split("#")[0].strip() for line in lines if line.startswith("-") and not line.startswith("---")), "")
-    after = next((line[1:].split("#")[0].strip() for line in lines if line.startswith("+") and not line.startswith("+++")), "")
+    def code(sign: str) -> str:
+        return next((line[1:].split("#")[0].strip() for line in lines
+                     if line.startswith(sign) and not line.startswith(sign * 3)), "")
+    before, after = code("-"), code("+")
     return operator, before, after
 
 
@@ -120,7 +122,8 @@ def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1
         time.sleep(0.2)
     ports = [_free_port() for _ in folders] if workers > 1 else []
     distributor = ('name = "local"\n' if workers == 1 else
-                   f'name = "http"\n[cosmic-ray.distributor.http]\nworker-urls = {[f"http://127.0.0.1:{p}" for p in ports]}\n')
+                   f'name = "http"\n[cosmic-ray.distributor.http]\n'
+                   f'worker-urls = {[f"http://127.0.0.1:{p}" for p in ports]}\n')
     config = work / "cr.toml"
     graded = name if module is None else (                      # the solution, with the mutated module in its place
         f"{get(problem_name).path('solution')} --as {module.removesuffix('.py').replace('/', '.')}={name}")
@@ -138,7 +141,8 @@ def run(problem_name: str, out_dir: Path, resume: bool = False, workers: int = 1
     else:
         session.unlink(missing_ok=True)
     helpers = [subprocess.Popen([bin_dir / "cosmic-ray", "http-worker", "--port", str(port)], cwd=folder, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for port, folder in zip(ports, folders)]
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for port, folder in zip(ports, folders)]
     t0 = time.monotonic()
     try:
         if not resume:
@@ -186,7 +190,8 @@ def summarize(problem_name: str, records: list, seconds: float) -> dict:
     unexplained = [r for r in survived if mutant_key(r) not in listed]
     return {"problem": problem_name, "mutants": len(records), "run": len(done), "killed": len(done) - len(survived),
             "survived": len(survived), "equivalent": len(survived) - len(unexplained), "seconds": round(seconds),
-            "unexplained": [{"key": list(mutant_key(r)), "where": r[0]["mutations"][0]["start_pos"][0]} for r in unexplained]}
+            "unexplained": [{"key": list(mutant_key(r)), "where": r[0]["mutations"][0]["start_pos"][0]}
+                            for r in unexplained]}
 
 
 def main(argv=None) -> int:
@@ -219,14 +224,16 @@ def main(argv=None) -> int:
     result = (report(args.problem, out, args.module) if args.report else
               run(args.problem, out, args.resume or args.recheck, args.workers, args.recheck, args.module))
     score = result["killed"] + result["equivalent"]
-    print(f"{result['problem']}: {result['mutants']} mutants, {result['run']} run, {result['killed']} killed by the grader, "
+    print(f"{result['problem']}: {result['mutants']} mutants, {result['run']} run, "
+          f"{result['killed']} killed by the grader, "
           f"{result['equivalent']} equivalent (listed), {len(result['unexplained'])} unexplained survivors; "
           f"mutation score {100 * result['killed'] / max(result['run'], 1):.1f}% "
           f"({100 * score / max(result['run'], 1):.1f}% with the equivalents) in {result['seconds']} s")
     for item in result["unexplained"]:
         op, before, after = item["key"]
         print(f"  survived, line {item['where']}: {op}\n    - {before}\n    + {after}")
-    _session_files(out, target(args.problem, args.module)[1])[1].write_text(json.dumps(result, indent=1), encoding="utf-8")
+    summary_file = _session_files(out, target(args.problem, args.module)[1])[1]
+    summary_file.write_text(json.dumps(result, indent=1), encoding="utf-8")
     return 1 if result["unexplained"] else 0
 
 

@@ -40,7 +40,8 @@ def _folded(lines) -> list:
 def hint_line(hint, lang: str) -> str:
     prob, level, anchor = hint
     cmd = f"./check.sh {prob} --hint {level}"
-    return pick(lang, f"卡住了？{cmd}（{anchor_label(anchor, lang)}）", f"stuck? {cmd}   ({anchor_label(anchor, lang)})")
+    label = anchor_label(anchor, lang)
+    return pick(lang, f"卡住了？{cmd}（{label}）", f"stuck? {cmd}   ({label})")
 
 
 def failure_block(result, check, lang: str, verbose: bool) -> list:
@@ -48,7 +49,8 @@ def failure_block(result, check, lang: str, verbose: bool) -> list:
     lines = []
     if result.status == "timeout":
         lines.append(pick(lang, f"超时：{result.seconds:.0f} 秒内没有结束（死循环，或者太慢？）",
-                          f"timed out: did not finish within {result.seconds:.0f} s (an endless loop, or far too slow?)"))
+                          f"timed out: did not finish within {result.seconds:.0f} s "
+                          f"(an endless loop, or far too slow?)"))
     elif result.status == "crash":
         lines.append(pick(lang, f"进程在这项检查中退出了（{' '.join(result.lines)}）",
                           f"the process died during this check ({' '.join(result.lines)})"))
@@ -117,7 +119,8 @@ class Collapser:
             first = self.first[key]
             shown = ", ".join(titles)
             out.append(pick(self.lang, f"{first} 的同一个失败还出现在另外 {len(titles)} 项检查中：{shown}",
-                            f"the failure of {first} repeats in {len(titles)} more check{'s' if len(titles) > 1 else ''}: {shown}"))
+                            f"the failure of {first} repeats in {len(titles)} more "
+                            f"check{'s' if len(titles) > 1 else ''}: {shown}"))
         return out
 
 
@@ -140,7 +143,8 @@ def render_import_error(result, impl: str, lang: str, verbose: bool) -> list:
 def summary(passed: int, total: int, failed_titles: list, lang: str, color: bool) -> list:
     out = []
     if failed_titles:
-        shown = failed_titles if len(failed_titles) <= 4 else list(dict.fromkeys(t.split(" ")[0] for t in failed_titles))
+        shown = (failed_titles if len(failed_titles) <= 4
+                 else list(dict.fromkeys(t.split(" ")[0] for t in failed_titles)))
         out.append(pick(lang, "未通过：", "failed: ") + ", ".join(shown))
     line = pick(lang, f"{passed}/{total} 项检查通过", f"{passed}/{total} checks passed")
     out.append(_color("32" if passed == total and total else "31", line, color))

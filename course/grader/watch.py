@@ -76,14 +76,16 @@ def run(path: Path, shown: str, grade_once, lang: str, poll_s: float = POLL_S, m
                 stream.write(CLEAR)
             print(banner(shown, lang), file=stream, flush=True)
             if last is None:
-                print(pick(lang, f"{shown} 不存在，等它出现……", f"{shown} does not exist; waiting for it..."), file=stream, flush=True)
+                print(pick(lang, f"{shown} 不存在，等它出现……", f"{shown} does not exist; waiting for it..."),
+                      file=stream, flush=True)
             else:
                 code, first_failed = grade_once()
                 line = next_line(first_failed, lang)
                 if line:
                     print(line, file=stream)
                 print(pick(lang, f"[{time.strftime('%H:%M:%S')}] 等待 {shown} 的下一次保存……",
-                           f"[{time.strftime('%H:%M:%S')}] waiting for the next save of {shown}..."), file=stream, flush=True)
+                           f"[{time.strftime('%H:%M:%S')}] waiting for the next save of {shown}..."),
+                      file=stream, flush=True)
             rounds += 1
             if max_rounds is not None and rounds >= max_rounds:
                 return code

@@ -73,7 +73,8 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
             text = pick(lang, f"尚未实现：{todo['name']}（第 {todo['step']} 步，见 {todo['where']}）",
                         f"not implemented yet: {todo['name']} (step {todo['step']}, see {todo['where']})")
         else:
-            text = pick(lang, f"尚未实现：{last.name}", f"not implemented yet: {last.name}") + (f" — {message}" if message else "")
+            text = (pick(lang, f"尚未实现：{last.name}", f"not implemented yet: {last.name}")
+                    + (f" — {message}" if message else ""))
         return {"status": "todo", "lines": [text], "where": where}
     kind = type(exc).__name__
     missing = re.fullmatch(r"'(\w+)' object has no attribute '(\w+)'", message)
@@ -86,7 +87,8 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
         text = pick(lang, f"{last.name} 抛出 {kind}: {message}", f"{last.name} raised {kind}: {message}")
     else:
         text = pick(lang, f"检查过程中出现 {kind}: {message}（多半是返回值类型不对；-v 看完整 traceback）",
-                    f"the check hit {kind}: {message} (most likely a return value of the wrong type; -v shows the traceback)")
+                    f"the check hit {kind}: {message} (most likely a return value of the wrong type; "
+                    f"-v shows the traceback)")
     notes = [n for n in getattr(exc, "__notes__", []) if isinstance(n, str)]
     return {"status": "error", "lines": [text, *notes[-1:]], "where": where}
 
@@ -125,7 +127,8 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
     state.restore()
     if error is not None:
         frames = [f for f in traceback.extract_tb(error.__traceback__) if Path(f.filename).resolve() == impl_path]
-        line = getattr(error, "lineno", None) if isinstance(error, SyntaxError) else (frames[-1].lineno if frames else None)
+        line = (getattr(error, "lineno", None) if isinstance(error, SyntaxError)
+                else (frames[-1].lineno if frames else None))
         emit({"event": "end", "id": "__import__", "status": "import_error",
               "lines": [f"{type(error).__name__}: {str(error).strip()[:300]}"],
               "where": f"{impl}:{line}" if line else impl,

@@ -36,7 +36,8 @@ def _peer_params(rng):
 
 
 def invariance_runs(module, mix_seeds, steps=8, vocab=12) -> dict:
-    """{'right'|'wrong': {'alone': tokens, 'mixed': [{'seed', 'tokens', 'batches'}]}}: module.Sampler vs the shared machine."""
+    """{'right'|'wrong': {'alone': tokens, 'mixed': [{'seed', 'tokens', 'batches'}]}}: module.Sampler vs the
+    shared machine."""
     def sample(sampler, logits, ids, params, prev):
         return sampler.sample(logits, ids, params, prev)
 

@@ -23,8 +23,8 @@ def bucket_select(z, top_p) -> dict:
     """z [V] (logits / temperature) -> buckets, exact integer masses, the crossing bucket and the kept ids."""
     z = torch.as_tensor(z, dtype=torch.float32)
     e = torch.exp(z - z.max())                                                        # [V] in (0, 1]
-    _, exponent = torch.frexp(e)                                                      # e = m * 2^exponent, m in [0.5, 1)
-    bucket = (1 - exponent).long()                                                    # [V] 0 = the max, b: [2^-b, 2^(1-b))
+    _, exponent = torch.frexp(e)                                           # e = m * 2^exponent, m in [0.5, 1)
+    bucket = (1 - exponent).long()                                         # [V] 0 = the max, b: [2^-b, 2^(1-b))
     fixed = torch.floor(e.double() * 2.0 ** FRAC_BITS).long()                         # [V] exact integers
     n_buckets = int(bucket.max()) + 1
     mass = torch.zeros(n_buckets, dtype=torch.long).index_add_(0, bucket, fixed)      # [nb] exact, any order

@@ -28,7 +28,8 @@ def apply_patches(text: str, patches, name: str) -> str:
     for old, new in patches:
         old = without_comments(old)
         count = text.count(old)
-        assert count == 1, f"mutant {name}: patch target found {count} times (the solution's code changed?): {old[:80]!r}"
+        assert count == 1, (f"mutant {name}: patch target found {count} times (the solution's code changed?): "
+                            f"{old[:80]!r}")
         text = text.replace(old, new)
     return text
 

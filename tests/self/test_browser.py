@@ -199,7 +199,8 @@ def test_fast_path_notebook_in_english(lab, browser):
     errors = []
     page = open_notebook(browser, base, token, "notebooks/en/p08_fast_path.ipynb", errors)
     run_all(page)
-    panel = page.locator(".widget-vbox:has(.widget-image)").filter(has=page.locator("label:text-is('top_k (-1 off)')")).first
+    top_k_label = page.locator("label:text-is('top_k (-1 off)')")
+    panel = page.locator(".widget-vbox:has(.widget-image)").filter(has=top_k_label).first
     panel.scroll_into_view_if_needed()
     note = panel.locator(".widget-html").first
     assert "one topk is enough" in note.inner_text()

@@ -51,7 +51,8 @@ def test_a_file_that_hangs_at_import_is_one_clear_block():
     assert code == 1 and "did not finish" in out and f"0/{P08_CHECKS} checks passed" in out
 
 
-@pytest.mark.parametrize("name,expected", [("syntax_error.py", "SyntaxError"), ("raises_at_import.py", "FileNotFoundError")])
+@pytest.mark.parametrize("name,expected", [("syntax_error.py", "SyntaxError"),
+                                           ("raises_at_import.py", "FileNotFoundError")])
 def test_a_file_that_fails_at_import_gets_one_block_with_file_and_line(name, expected):
     code, out, err = check_sh("p08", "--impl", str(HOSTILE / name), "--lang", "en")
     assert code == 1 and expected in out and f"{name}:" in out and "Traceback" not in out + err
@@ -59,7 +60,8 @@ def test_a_file_that_fails_at_import_gets_one_block_with_file_and_line(name, exp
 
 
 def test_a_missing_function_or_method_is_named():
-    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "missing_function.py"), "--lang", "en", "--only", "E2.top_p,E2.top_k")
+    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "missing_function.py"), "--lang", "en",
+                            "--only", "E2.top_p,E2.top_k")
     assert code == 1 and "MISSING FUNCTION apply_top_p in tests/self/hostile/missing_function.py" in out
     assert "✓ E2 top-k" in out
     code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "missing_method.py"), "--lang", "en", "--only", "E3,I3")
@@ -95,7 +97,8 @@ def test_global_state_edits_neither_fail_a_correct_file_nor_pass_a_wrong_one():
     assert code == 1 and "✗ I1" in out and "✗ I5" in out
 
 
-@pytest.mark.parametrize("args,message", [(("p99",), "unknown problem 'p99'"), (("p08", "--bogus"), "unrecognized arguments"),
+@pytest.mark.parametrize("args,message", [(("p99",), "unknown problem 'p99'"),
+                                          (("p08", "--bogus"), "unrecognized arguments"),
                                           (("p08", "--hint", "7"), "--hint takes 1, 2 or 3 for p08"),
                                           (("p08", "--impl", "nope.py"), "no such file")])
 def test_usage_errors_are_one_line(args, message):
@@ -107,7 +110,8 @@ def test_the_fast_path_stub_is_graded_cleanly(tmp_path):
     total = len(checks_for(problems.get("p08-fast")))
     code, out, err = check_sh("p08-fast", "--lang", "en", state=tmp_path / "s.json")
     assert code == 1 and f"0/{total} checks passed" in out and out.count("not implemented yet") == total
-    assert out.index("✗ T1 penalized_fp32") < out.index("✗ T6 inverse_cdf") < out.index("✗ F1")   # steps first, in TODO order
+    # the steps first, in TODO order
+    assert out.index("✗ T1 penalized_fp32") < out.index("✗ T6 inverse_cdf") < out.index("✗ F1")
     assert "Traceback" not in out + err and "see notebooks/p08_fast_path.ipynb §" in out
 
 

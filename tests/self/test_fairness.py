@@ -13,17 +13,19 @@ DRAWS = {
     "exponential_race": "torch.argmax(probs / torch.empty_like(probs).exponential_(generator=generator))",
     "gumbel_max": "torch.argmax(torch.log(probs) - torch.log(-torch.log(torch.rand(probs.shape, generator=generator, "
                   "device=probs.device).clamp_min(1e-30))))",
-    "inverse_cdf": "torch.minimum(torch.searchsorted(torch.cumsum(probs.double(), 0), torch.rand(1, generator=generator, "
-                   "device=probs.device, dtype=torch.float64) * probs.double().sum())[0], probs.nonzero()[-1, 0])",
+    "inverse_cdf": "torch.minimum(torch.searchsorted(torch.cumsum(probs.double(), 0), "
+                   "torch.rand(1, generator=generator, device=probs.device, dtype=torch.float64) "
+                   "* probs.double().sum())[0], probs.nonzero()[-1, 0])",
 }
-VARIANTS = [Mutant(f"{draw}_seed_plus_{c}", "", ((SEED, f"manual_seed(params.seed + {c})"), (DRAW, code)), "a correct variant")
+VARIANTS = [Mutant(f"{draw}_seed_plus_{c}", "", ((SEED, f"manual_seed(params.seed + {c})"), (DRAW, code)),
+                   "a correct variant")
             for draw, code in DRAWS.items() for c in (1, 7, 1000, 31337, 2 ** 40)]
 DEFAULT = {"exponential_race_seed_plus_7"}
 STATISTICAL = ["E2.temperature", "E2.small_t", "I3.edges", "I6", "I6.large", "S0", "S1-5"]
 
 
-@pytest.mark.parametrize("variant", [pytest.param(v, marks=() if v.name in DEFAULT else pytest.mark.slow) for v in VARIANTS],
-                         ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=() if v.name in DEFAULT else pytest.mark.slow)
+                                     for v in VARIANTS], ids=lambda v: v.name)
 def test_a_correct_sampler_with_other_random_streams_passes(variant, tmp_path):
     from tests.self.helpers import mutate
 

@@ -22,7 +22,7 @@ IDS = [cid for cid, _ in STEPS]
 
 def test_step_checks_come_first_in_todo_order():
     fast = problems.get("p08-fast")
-    assert list(fast.checks[:len(IDS)]) == IDS                       # the CLI reports them first (tests/self/test_cli.py)
+    assert list(fast.checks[:len(IDS)]) == IDS         # the CLI reports them first (tests/self/test_cli.py)
     assert all(c.fn.__module__.startswith("tests.p08_fast.checks_steps") for c in checks_for(fast)[:len(IDS)])
     numbers = [int(cid[1]) for cid in IDS]
     assert numbers == sorted(numbers)
@@ -59,14 +59,16 @@ def test_each_step_turns_green_as_it_is_written(tmp_path):
     solution, _ = _definitions(fast.path("solution"))
     stub, text = _definitions(fast.path("stub"))
     stub_module = ast.parse(text)
-    known = {a.asname or a.name for n in stub_module.body if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    known = {a.asname or a.name for n in stub_module.body if isinstance(n, (ast.Import, ast.ImportFrom))
+             for a in n.names}
     known |= {t.id for n in stub_module.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     known |= set(stub)
     for done in range(len(STEPS) + 1):
         for _, names in STEPS[:done]:
             for name in names:
                 if stub[name] != solution[name] and name == "FastSampler":
-                    text += "\n\n\n# the solution's helpers the sampler uses\n" + _extras(fast.path("solution"), known) + "\n"
+                    extras = _extras(fast.path("solution"), known)
+                    text += "\n\n\n# the solution's helpers the sampler uses\n" + extras + "\n"
                 text = text.replace(stub[name], solution[name])
                 stub[name] = solution[name]
         path = tmp_path / f"after_{done}_steps.py"

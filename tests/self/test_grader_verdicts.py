@@ -28,7 +28,8 @@ def test_stub_fails_every_check_as_not_implemented(problem):
         pytest.skip(f"{problem} has no stub yet")
     results = run(problem, stub, check_ids(problem))
     wrong = {cid: (r.status, r.lines) for cid, r in results.items() if r.status != "todo"}
-    assert len(results) == len(check_ids(problem)) and not wrong, f"stub checks not reported as not implemented: {wrong}"
+    assert len(results) == len(check_ids(problem)) and not wrong, \
+        f"stub checks not reported as not implemented: {wrong}"
     assert all("not implemented yet" in r.lines[0] for r in results.values())
 
 
@@ -44,7 +45,8 @@ def test_mutant_fails_the_check_aimed_at_it(problem, mutant, tmp_path):
     assert result.lines and all(line.strip() for line in result.lines)
     text = " ".join(result.lines)
     assert mutant.named_in(text), \
-        f"mutant {mutant.name} ({mutant.bug}): {mutant.aimed_at} failed, but its report does not say {mutant.phrase!r}: {text}"
+        f"mutant {mutant.name} ({mutant.bug}): {mutant.aimed_at} failed, but its report does not say " \
+        f"{mutant.phrase!r}: {text}"
 
 
 def test_there_are_enough_mutants_and_each_targets_a_real_check():
@@ -63,4 +65,5 @@ def test_a_comment_edit_in_a_solution_breaks_no_mutant():
         edited = re.sub(r"  # .*$", "  # a comment rewritten by an author", text, flags=re.M)
         assert edited != text and without_comments(edited) == without_comments(text)
         for mutant in group:
-            assert apply_patches(edited, mutant.patches, mutant.name) == apply_patches(text, mutant.patches, mutant.name)
+            mutated = apply_patches(text, mutant.patches, mutant.name)
+            assert apply_patches(edited, mutant.patches, mutant.name) == mutated, mutant.name

@@ -26,7 +26,8 @@ def test_three_distinct_levels_growing_in_detail_in_both_languages(problem):
 def test_the_seed_numbers_appear_where_promised(lang, answer):
     l1, l3 = hints.read("p08", 1, lang), hints.read("p08", 3, lang)
     packed = l1.replace(" ", "")
-    for number in ("[3.0, -1.5, 0.5, -0.3]", "0.667, 0.333, 0, 0", "0.725, 0.181, 0.065, 0.029", "0.370, 0.262, 0.203, 0.166"):
+    for number in ("[3.0, -1.5, 0.5, -0.3]", "0.667, 0.333, 0, 0", "0.725, 0.181, 0.065, 0.029",
+                   "0.370, 0.262, 0.203, 0.166"):
         assert number.replace(" ", "") in packed, number
     assert answer in l3 and answer not in l1
     assert "____" in l3 and "0.556" in l3 and "0.833" in l3

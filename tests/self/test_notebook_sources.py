@@ -66,11 +66,10 @@ def test_strip_removes_outputs_widget_state_and_metadata_only():
 
 def test_strip_runs_as_a_git_filter_with_plain_python3():
     clean = nbsource.build("%% code\nx = 1\n", "zh", "t")
-    run = subprocess.run([sys.executable, str(nbsource.ROOT / "course" / "notebook" / "nbstrip.py")], input=clean.encode("utf-8"),
-                         capture_output=True, check=True)
+    strip = [sys.executable, str(nbsource.ROOT / "course" / "notebook" / "nbstrip.py")]
+    run = subprocess.run(strip, input=clean.encode("utf-8"), capture_output=True, check=True)
     assert run.stdout.decode("utf-8") == clean
-    broken = subprocess.run([sys.executable, str(nbsource.ROOT / "course" / "notebook" / "nbstrip.py")], input=b"<<<<<<< HEAD",
-                            capture_output=True, check=True)
+    broken = subprocess.run(strip, input=b"<<<<<<< HEAD", capture_output=True, check=True)
     assert broken.stdout == b"<<<<<<< HEAD"                            # not JSON: passed through untouched
 
 

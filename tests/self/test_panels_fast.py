@@ -37,11 +37,12 @@ def test_window_plan_keeps_what_the_reference_keeps_and_says_how(row, temperatur
 
 def test_window_panel_redraws_on_each_slider_and_names_the_outcome():
     w, fig = cw.build_window_panel("en")
-    assert "one topk is enough" in w["note"].value and [l.get_xdata()[0] for l in fig._p08_artists["windows"]] == [41]
+    assert "one topk is enough" in w["note"].value
+    assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [41]
     first = w["image"].value
     w["row"].value, w["top_k"].value = "heavy", -1
     assert "widened to 512" in w["note"].value and w["image"].value != first
-    assert [l.get_xdata()[0] for l in fig._p08_artists["windows"]] == [64, 512]
+    assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [64, 512]
     w["row"].value = "flat"
     assert "full sort" in w["note"].value and fig._p08_state["fallback"]
     w["top_p"].value = 1.0

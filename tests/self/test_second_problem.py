@@ -38,7 +38,8 @@ def toy(monkeypatch):
 def test_the_stub_the_solution_and_a_mutant_are_graded_in_process(toy, tmp_path):
     ids = list(toy.checks)
     stub = grade_in_process(toy, toy.path("stub"), ids)
-    assert [stub[i].status for i in ids] == ["todo", "todo"] and "not implemented yet: clamp" in stub["C1.inside"].lines[0]
+    assert [stub[i].status for i in ids] == ["todo", "todo"]
+    assert "not implemented yet: clamp" in stub["C1.inside"].lines[0]
     solution = grade_in_process(toy, toy.path("solution"), ids)
     assert [solution[i].status for i in ids] == ["pass", "pass"]
     impl = tmp_path / "mutant.py"

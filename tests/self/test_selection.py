@@ -50,7 +50,8 @@ def test_selection_crossing_equals_a_full_sort(vocab):
         cum = FAST.bucket_cumsum(bucket, weight)
         total = cum[:, -1:]
         for trial in range(6):
-            frac = torch.rand(8, 1, generator=g, dtype=torch.float64) if trial else torch.ones(8, 1, dtype=torch.float64)
+            frac = (torch.rand(8, 1, generator=g, dtype=torch.float64) if trial
+                    else torch.ones(8, 1, dtype=torch.float64))
             quota = torch.minimum((frac * total.double()).ceil().long().clamp(1, None), total)  # [8, 1]
             got = FAST.select_crossing(x, temp, bucket, weight, cum, quota)
             want = sorted_crossing(x, temp, w, quota)
@@ -110,7 +111,8 @@ def test_crafted_rows_match_the_reference(vocab):
 
 
 def test_rows_batch_invariant_across_paths_and_peers():
-    """A row alone (n * V small: the sort), among 7 or 40 peers (the buckets): the same probs and tokens, bit for bit."""
+    """A row alone (n * V small: the sort), among 7 or 40 peers (the buckets): the same probs and tokens, bit for
+    bit."""
     g, rng = torch.Generator().manual_seed(11), random.Random(11)
     vocab = 1024                                                                 # alone: 1 * 1024 <= SORT_MAX
     targets = crafted_rows(g, vocab)

@@ -14,5 +14,6 @@ def c2_outside_values_go_to_the_nearest_end(ctx):
     got = ctx.fn("clamp")([-4, 9], 0, 5)
     if got != [0, 5]:
         raise Fail(f"called clamp([-4, 9], 0, 5) -> {got!r}, expected [0, 5]",
-                   ctx.t("低于 low 的变成 low，高于 high 的变成 high", "below low becomes low, above high becomes high"),
+                   ctx.t("低于 low 的变成 low，高于 high 的变成 high",
+                         "below low becomes low, above high becomes high"),
                    where="clamp")
