@@ -12,8 +12,8 @@ from course.grader import report
 from course.lang import pick
 from course.problems import ROOT
 
-USAGE = ("usage: ./check.sh {list | test [pytest args] | mutation PROBLEM | PROBLEM [--solution | --impl FILE] "
-         "[--device cpu|cuda] "
+USAGE = ("usage: ./check.sh {list | lang zh|en | test [pytest args] | mutation PROBLEM | "
+         "PROBLEM [--solution | --impl FILE] [--only E2,I3 | --step N] [--device cpu|cuda] "
          "[--lang zh|en] [-v] [--watch] [--hint [N]] [--yes]}   problems: ")
 
 
@@ -33,12 +33,13 @@ def parse(argv):
     which.add_argument("--solution", action="store_true")
     which.add_argument("--impl")
     parser.add_argument("--device", choices=["cpu", "cuda"])
-    parser.add_argument("--lang", choices=["zh", "en"], default=os.environ.get("COURSE_LANG", "zh"))
+    parser.add_argument("--lang", choices=["zh", "en"], default=state.language())
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.add_argument("--hint", nargs="?", const=0, type=int)
     parser.add_argument("--yes", action="store_true")
     parser.add_argument("--watch", action="store_true")
     parser.add_argument("--only", action="append", help="check families or ids, comma-separated: E2 or E2.top_p,I3")
+    parser.add_argument("--step", type=int, help="grade the checks of one TODO step")
     parser.add_argument("--timeout", type=float, help="seconds per check (for course authors)")
     args = parser.parse_args(argv)
     if args.problem not in problems.problems():
@@ -47,6 +48,15 @@ def parse(argv):
         levels = [str(n) for n in hints.levels(args.problem)]
         said = ", ".join(levels[:-1]) + " or " + levels[-1] if len(levels) > 1 else "".join(levels)
         raise UsageError(f"--hint takes {said} for {args.problem}, got {args.hint}")
+    steps = problems.get(args.problem).steps
+    if args.step is not None and not 1 <= args.step <= len(steps):
+        raise UsageError(f"--step takes 1 to {len(steps)} for {args.problem}, got {args.step}" if steps
+                         else f"{args.problem} has no --step (course.toml lists no steps)")
+    if args.step is not None and not steps[args.step - 1]:
+        raise UsageError(f"step {args.step} of {args.problem} has no check of its own; "
+                         f"./check.sh {args.problem} grades it")
+    if args.step is not None and args.only:
+        raise UsageError("--step and --only do not go together")
     if args.watch and args.hint is not None:
         raise UsageError("--watch grades; it does not go with --hint")
     return args
@@ -88,8 +98,8 @@ def select(checks: list, only) -> list:
     return [c for c in checks if c.id in wanted or c.family in wanted]
 
 
-def grade(args, outcome: dict | None = None) -> int:
-    """Grade and print the report; outcome, if given, gets 'first_failed': (title, hint line) or None."""
+def grade(args) -> int:
+    """Grade and print the report, which ends with what to do next."""
     import torch
 
     from course.grader.checks import checks_for
@@ -104,16 +114,18 @@ def grade(args, outcome: dict | None = None) -> int:
     if args.device == "cuda" and not cuda:
         raise UsageError("--device cuda: torch sees no GPU here")
     devices = [args.device] if args.device else ["cpu"] + (["cuda"] if cuda else [])
-    checks = select(checks_for(problem), args.only)
+    checks = select(checks_for(problem), args.only or ([",".join(problem.steps[args.step - 1])] if args.step else None))
     by_id = {c.id: c for c in checks}
     color = report.use_color()
-    lang, passed, total, failed = args.lang, 0, 0, []
+    lang, passed, total, failed, first = args.lang, 0, 0, [], None
     collapser = report.Collapser(lang, args.verbose, color)
     for device in devices:
         print(f"{problem.title(lang)} — {relpath(impl)} · {device}", flush=True)
 
         def on_result(result):
-            print("\n".join(collapser.render(result, by_id.get(result.id))), flush=True)
+            lines = collapser.render(result, by_id.get(result.id))
+            if lines:
+                print("\n".join(lines), flush=True)
 
         run = run_checks(problem, impl, device, lang, [c.id for c in checks], args.timeout, on_result)
         total += len(checks)
@@ -124,19 +136,23 @@ def grade(args, outcome: dict | None = None) -> int:
         passed += run.passed
         failed += [f"{by_id[r.id].title(lang)}" + (f" [{device}]" if len(devices) > 1 else "")
                    for r in run.results if not r.passed]
-        first = next((r for r in run.results if not r.passed), None)
-        if outcome is not None and first is not None and "first_failed" not in outcome:
-            check = by_id[first.id]
-            hint = first.hint or [check.hint.problem, check.hint.level, check.hint.anchor]
-            outcome["first_failed"] = (check.title(lang), report.hint_line(hint, lang))
+        first = first or next((r for r in run.results if not r.passed), None)
+    print("\n".join(collapser.tail()))
     if not args.device and not cuda:
         print(pick(lang, "cuda：跳过（torch 没有看到 GPU）", "cuda: skipped (torch sees no GPU)"))
-    print("\n".join(collapser.tail() + report.summary(passed, total, failed, lang, color)))
-    if impl == problem.path("stub") and not args.only:          # a partial grade is not the problem's grade
+    print("\n".join(report.summary(passed, total, failed, lang, color)))
+    partial = args.only or args.step
+    if impl == problem.path("stub") and not partial:            # a partial grade is not the problem's grade
         state.record_grade(problem.name, passed, total, ",".join(devices))
     if passed == total and total:
-        print(problem.next_step(lang))
+        print(problem.next_step(lang) if not partial else
+              pick(lang, f"这部分全部通过。完整评分：./check.sh {problem.name}",
+                   f"all of these pass. The whole grade: ./check.sh {problem.name}"))
         return 0
+    if first is not None:
+        print(report.next_line(first, by_id.get(first.id), lang))
+    elif failed:
+        print(pick(lang, "下一步：先修好上面的导入错误", "next: fix the import error above"))
     return 1
 
 
@@ -150,13 +166,12 @@ def watch(args) -> int:
         raise UsageError(f"no such file: {args.impl or impl}")
 
     def grade_once():
-        outcome: dict = {}
         try:
-            code = grade(args, outcome)
+            code = grade(args)                         # the report ends with its own "next:" line
         except UsageError as exc:                      # e.g. the file was deleted between two saves
             print(f"check.sh: {exc}", file=sys.stderr)
             code = 2
-        return code, outcome.get("first_failed")
+        return code, None
 
     return watching.run(impl, relpath(impl), grade_once, args.lang, poll_s=watching.poll_seconds())
 
@@ -173,21 +188,35 @@ def list_problems(lang: str) -> int:
         seen = entry.get("hints_seen", [])
         hint_text = (pick(lang, f"提示已看 {seen}", f"hints seen {seen}") if seen
                      else pick(lang, "未看提示", "no hints seen"))
-        where = " · ".join(p for p in (problem.stub, problem.notebook) if p)
+        notebook = problem.notebook_en if lang == "en" and problem.notebook_en else problem.notebook
+        where = " · ".join(p for p in (problem.stub, notebook) if p)
         print(f"{done} {name:<9} {problem.title(lang)}\n    {grade_text} · {hint_text} · {where}")
+    return 0
+
+
+def set_language(rest) -> int:
+    """./check.sh lang en|zh: remember the language for every later command (saved with the progress)."""
+    if len(rest) != 1 or rest[0] not in ("zh", "en"):
+        raise UsageError(f"lang takes zh or en, got {' '.join(rest) or 'nothing'}")
+    state.set_language(rest[0])
+    print(pick(rest[0], "以后的输出用中文（./check.sh lang en 切换到英文）",
+               "From now on the course speaks English (./check.sh lang zh switches back)."))
     return 0
 
 
 def main(argv=None) -> int:
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)      # `./check.sh p08 --hint 1 | head` ends quietly
     argv = list(sys.argv[1:] if argv is None else argv)
-    lang = "en" if "--lang" in argv and argv[argv.index("--lang") + 1:][:1] == ["en"] else "zh"
+    given = argv[argv.index("--lang") + 1:][:1] if "--lang" in argv else []
+    lang = given[0] if given and given[0] in ("zh", "en") else state.language()
     try:
         if not argv or argv[0] in ("-h", "--help", "help"):
             print(USAGE + ", ".join(problems.problems()))
             return 0 if argv else 2
         if argv[0] == "list":
             return list_problems(lang)
+        if argv[0] == "lang":
+            return set_language(argv[1:])
         if argv[0] == "mutation":                    # for course authors: cosmic-ray with the grader as oracle
             from course.grader import mutation
             return mutation.main(argv[1:])

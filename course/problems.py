@@ -31,6 +31,7 @@ class Problem:
     next_en: str
     notebook_en: str = ""   # the English notebook (built from the same source as `notebook`)
     context: str = "course.grader.checks:Ctx"   # "module:Class" of the context its checks run in
+    steps: tuple = ()        # per TODO step, the check ids that pass as soon as that step is right (--step N)
     sampler_class: str = ""  # a problem's own fields, for its context and notebooks (p08: the class that samples,
     functions: tuple = ()    # and the step functions a learner writes beside it)
 
@@ -59,7 +60,8 @@ def problems() -> dict:
     out = {}
     for name, entry in data["problems"].items():
         entry = dict(entry, functions=tuple(entry.get("functions", ())), checks=tuple(entry["checks"]),
-                     check_modules=tuple(entry["check_modules"]))
+                     check_modules=tuple(entry["check_modules"]),
+                     steps=tuple(tuple(ids) for ids in entry.get("steps", ())))
         out[name] = Problem(name=name, **entry)
     return out
 

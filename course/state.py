@@ -44,3 +44,15 @@ def record_hint(problem: str, level: int) -> None:
     seen = set(data.setdefault(problem, {}).get("hints_seen", []))
     data[problem]["hints_seen"] = sorted(seen | {level})
     _save(data)
+
+
+def language() -> str:
+    """The learner's language: COURSE_LANG if set, else the one saved by `./check.sh lang`, else Chinese."""
+    chosen = os.environ.get("COURSE_LANG") or load().get("_settings", {}).get("lang", "zh")
+    return chosen if chosen in ("zh", "en") else "zh"
+
+
+def set_language(lang: str) -> None:
+    data = load()
+    data.setdefault("_settings", {})["lang"] = lang
+    _save(data)

@@ -1,7 +1,7 @@
 """P08 — your sampler: batch invariant, one random stream per seeded request.
 
 Fill in the six steps (search for TODO(p08.)). Grade with `./check.sh p08`; stuck? `./check.sh p08 --hint 1`.
-The walkthrough is notebooks/p08_sampler.ipynb (§N there is step N here).
+The walkthrough is notebooks/p08_sampler.ipynb (English: notebooks/en/p08_sampler.ipynb; §N there is step N here).
 """
 import torch  # noqa: F401  (you will need it)
 

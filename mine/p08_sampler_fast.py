@@ -2,7 +2,7 @@
 
 Same contract as P08's Sampler, plus `filtered_probs`. Fill in the steps (search for TODO(p08-fast.)).
 Grade with `./check.sh p08-fast`; stuck? `./check.sh p08-fast --hint 1`.
-The walkthrough is notebooks/p08_fast_path.ipynb (§N there is step N here):
+The walkthrough is notebooks/p08_fast_path.ipynb (English: notebooks/en/p08_fast_path.ipynb; §N there is step N):
   1 prepare (fp32, penalty)   2 greedy rows + temperature   3 the window (topk, ties in id order)
   4 top-k + top-p inside the window   5 exact zeros / filtered_probs   6 one uniform per row -> token
 `./check.sh p08-fast` grades each step on its own first (T1 penalized_fp32, T3 window_topk and

@@ -86,17 +86,18 @@ def render_result(result, check, lang: str, verbose: bool, color: bool) -> list:
 
 
 class Collapser:
-    """Renders results one by one; a failure identical to an earlier one (the same crash at the same line,
-    the same wrong return) is shown once, and its repeats as one line each, listed again at the end."""
+    """Renders results one by one. A root cause shared by several checks (the same missing step, the same crash at
+    the same line, the same wrong return value) is shown once, under the first check it blocks; the later checks
+    it blocks are listed on one line at the end."""
 
     def __init__(self, lang: str, verbose: bool, color: bool):
         self.lang, self.verbose, self.color = lang, verbose, color
-        self.first = {}          # key -> title of the first check that showed it
-        self.repeats = {}        # key -> [titles of later checks with the same failure]
+        self.first = {}          # key -> id of the first check that showed it
+        self.repeats = {}        # key -> [ids of later checks with the same cause]
 
     @staticmethod
     def key(result):
-        if result.passed or result.status in ("todo", "skip") or not result.lines:
+        if result.passed or result.status == "skip" or not result.lines:
             return None
         text = result.lines[0] if result.status != "fail" else "\n".join(result.lines)
         return result.status, text, result.where
@@ -104,24 +105,37 @@ class Collapser:
     def render(self, result, check) -> list:
         if self.verbose or (key := self.key(result)) is None:
             return render_result(result, check, self.lang, self.verbose, self.color)
-        title = check.title(self.lang) if check else result.id
         if key not in self.first:
             self.first[key] = result.id
             return render_result(result, check, self.lang, self.verbose, self.color)
         self.repeats.setdefault(key, []).append(result.id)
-        first = self.first[key]
-        return [f"  {_color('31', '✗', self.color)} {title}",
-                pick(self.lang, f"      与 {first} 的失败相同（见上）", f"      the same failure as {first} (above)")]
+        return []
 
     def tail(self) -> list:
         out = []
-        for key, titles in self.repeats.items():
-            first = self.first[key]
-            shown = ", ".join(titles)
-            out.append(pick(self.lang, f"{first} 的同一个失败还出现在另外 {len(titles)} 项检查中：{shown}",
-                            f"the failure of {first} repeats in {len(titles)} more "
-                            f"check{'s' if len(titles) > 1 else ''}: {shown}"))
+        for key, ids in self.repeats.items():
+            mark, first, shown = _color("31", "✗", self.color), self.first[key], ", ".join(ids)
+            out.append(pick(self.lang, f"  {mark} 与 {first} 同一个原因，还有 {len(ids)} 项检查没通过：",
+                            f"  {mark} the same cause as {first} blocks {len(ids)} more "
+                            f"check{'s' if len(ids) > 1 else ''}:"))
+            out += [f"      {line}" for line in fold(shown)]
         return out
+
+
+def next_line(result, check, lang: str) -> str:
+    """The report's last line when something failed: the first thing to work on, and the hint that helps."""
+    hint = result.hint or (check and [check.hint.problem, check.hint.level, check.hint.anchor])
+    command = ""
+    if hint:
+        label = anchor_label(hint[2], lang)
+        command = f"./check.sh {hint[0]} --hint {hint[1]}" + pick(lang, f"（{label}）", f" ({label})")
+    if result.status == "todo" and result.lines:
+        what = result.lines[0].removeprefix("not implemented yet: ").removeprefix("尚未实现：")
+        return clip(pick(lang, f"下一步：写 {what}" + (f" — {command}" if command else ""),
+                         f"next: write {what}" + (f" — {command}" if command else "")))
+    title = check.title(lang) if check else result.id
+    return clip(pick(lang, f"下一步：修好 {title}" + (f" — {command}" if command else ""),
+                     f"next: fix {title}" + (f" — {command}" if command else "")))
 
 
 def render_import_error(result, impl: str, lang: str, verbose: bool) -> list:

@@ -52,6 +52,16 @@ def captured_output(box: dict):
 _TODO = re.compile(r"(?P<problem>[\w-]+) step (?P<step>\d+) (?P<name>[\w.]+): see (?P<where>\S+ §\d+)")
 
 
+def _in_language(where: str, lang: str) -> str:
+    """'notebooks/x.ipynb §3' -> the English notebook's path in English, when course.toml names one."""
+    from course.problems import problems
+    path, _, section = where.partition(" ")
+    for problem in problems().values():
+        if lang == "en" and path == problem.notebook and problem.notebook_en:
+            return f"{problem.notebook_en} {section}".strip()
+    return where
+
+
 def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
     """Turn an exception raised during a check into a result: todo, missing, fail or error."""
     from course.grader.checks import Fail, Missing
@@ -70,8 +80,9 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
     if isinstance(exc, NotImplementedError) and last:
         todo = _TODO.search(message)
         if todo:
-            text = pick(lang, f"尚未实现：{todo['name']}（第 {todo['step']} 步，见 {todo['where']}）",
-                        f"not implemented yet: {todo['name']} (step {todo['step']}, see {todo['where']})")
+            notebook = _in_language(todo["where"], lang)
+            text = pick(lang, f"尚未实现：{todo['name']}（第 {todo['step']} 步，见 {notebook}）",
+                        f"not implemented yet: {todo['name']} (step {todo['step']}, see {notebook})")
         else:
             text = (pick(lang, f"尚未实现：{last.name}", f"not implemented yet: {last.name}")
                     + (f" — {message}" if message else ""))

@@ -26,9 +26,19 @@ def check_sh(*args, state=None, timeout=300):
 @pytest.mark.parametrize("lang,word,summary", [("zh", "尚未实现", f"0/{P08_CHECKS} 项检查通过"),
                                                ("en", "not implemented yet", f"0/{P08_CHECKS} checks passed")])
 def test_stub_is_graded_cleanly_in_both_languages(lang, word, summary, tmp_path):
+    """The untouched stub: each missing step is shown once (four of them), the checks each one blocks are listed on
+    one line, and the report ends with the first TODO to write and its hint."""
     code, out, err = check_sh("p08", "--lang", lang, state=tmp_path / "s.json")
     assert code == 1, (out, err)
-    assert out.count(word) == P08_CHECKS and summary in out and "Traceback" not in out + err
+    assert out.count(word) == 4 and summary in out and "Traceback" not in out + err
+    for name in ("apply_repetition_penalty", "apply_top_k", "apply_top_p", "Sampler.sample"):
+        assert out.count(f"{word}{'：' if lang == 'zh' else ': '}{name}") == 1, (name, out)
+    blocked = out[out.index("E1.greedy"):]
+    assert all(cid in blocked for cid in ("E2.temperature", "I1", "I6.large", "S1-5")), out
+    assert len(out.splitlines()) <= 30, out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("下一步：写 apply_repetition_penalty（第 1 步" if lang == "zh"
+                           else "next: write apply_repetition_penalty (step 1") and "--hint 1" in last, last
     assert "solutions/p08_sampler.py" not in out          # the reference is pointed to only after a full pass
     assert '"passed": 0' in (tmp_path / "s.json").read_text()
 
@@ -109,10 +119,11 @@ def test_usage_errors_are_one_line(args, message):
 def test_the_fast_path_stub_is_graded_cleanly(tmp_path):
     total = len(checks_for(problems.get("p08-fast")))
     code, out, err = check_sh("p08-fast", "--lang", "en", state=tmp_path / "s.json")
-    assert code == 1 and f"0/{total} checks passed" in out and out.count("not implemented yet") == total
-    # the steps first, in TODO order
-    assert out.index("✗ T1 penalized_fp32") < out.index("✗ T6 inverse_cdf") < out.index("✗ F1")
-    assert "Traceback" not in out + err and "see notebooks/p08_fast_path.ipynb §" in out
+    assert code == 1 and f"0/{total} checks passed" in out and "Traceback" not in out + err
+    # the steps first, in TODO order, each missing step once; English points at the English notebook
+    assert out.index("✗ T1 penalized_fp32") < out.index("✗ T6 inverse_cdf") < out.index("F1")
+    assert out.count("not implemented yet: FastSampler.sample") == 1 and len(out.splitlines()) < 50, out
+    assert "see notebooks/en/p08_fast_path.ipynb §" in out and "see notebooks/p08_fast_path.ipynb" not in out
 
 
 def test_a_long_explanation_is_folded_whole_and_a_flood_is_cut():
