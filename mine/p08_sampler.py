@@ -28,7 +28,7 @@ def apply_repetition_penalty(logits, prev_tokens, penalty):
 def apply_top_k(logits, top_k):
     """When 0 < top_k < V, keep the values >= the k-th largest; the others become -inf.
 
-    logits [V] · returns a NEW [V]. top_k = -1, 0 or >= V means "off" (an unchanged copy).
+    logits [V] · returns a NEW [V]. Any other top_k (-1, 0, -2, ..., V, V + 5) means "off": an unchanged copy.
     """
     # TODO(p08.4): find the k-th largest value; everything strictly below it becomes -inf.
     raise _todo(4, "apply_top_k")

@@ -71,6 +71,8 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
                         "with the peer's logits near 0 it passes, near 120 it fails: a max or a sum is taken over the whole "
                         "batch; take it per row (dim=-1)")
             hint = ("p08", 2, "traps")
+        elif not isinstance(mismatch, Mismatch):                 # sample() raised in the mixed run
+            why, hint = crash_in_batch(ctx, vocab), ("p08", 1, "q5")
         elif leak := filter_leak(ctx, mismatch, vocab):
             why = ctx.t(f"{leak}：某一行的过滤/penalty 受到了同批其他行的影响（整批共用的 k、p、max，或历史混在一起），不是随机数的问题",
                         f"{leak}: one row's filtering or penalty depends on the other rows (a batch-wide k, p or max, or mixed "
@@ -105,6 +107,24 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
                 why += ctx.t("（这里唯一的同伴没有 seed：没 seed 的请求用共享 generator，不能动到带 seed 的）",
                              " (the only peer here is unseeded: unseeded requests use the shared generator, never a seeded one's)")
         raise Fail(f"scenario '{name}': {lines[0]}", lines[1], why, hint=hint, where=f"{ctx.sampler_name}.sample")
+
+
+def crash_in_batch(ctx, vocab):
+    """Why sample() raised in a mixed batch while the targets ran alone: a request with the default params (the
+    peers' params in most scenarios) is tried alone."""
+    row = drive.row_for(10_000, 0, vocab)[None].to(ctx.device)
+    try:
+        ctx.sample(ctx.sampler(), row, ["d"], [ctx.params()], [[]])
+    except Exception as exc:  # noqa: BLE001 - that is the established cause
+        if isinstance(exc, RAISE_AS_IS):
+            raise
+        return ctx.t(f"单独一个默认参数的请求（top_k=-1、top_p=1、temperature=1）也会抛出 {type(exc).__name__}：这里的同伴就是默认参数；"
+                     f"-1 和 1 表示关闭",
+                     f"a lone request with the default params (top_k=-1, top_p=1, temperature=1) raises {type(exc).__name__} "
+                     f"too, and the peers here have the default params: -1 and 1 mean off")
+    return ctx.t("目标请求单独运行没问题，和同伴放在一个 batch 里就抛异常了（上面一行是出错那一步的 batch）",
+                 "the targets alone run; in a batch with their peers sample() raises (the line above names the batch of "
+                 "the failing step)")
 
 
 def first_mismatch(ctx, group, traffic, steps, vocab, warmup=0):

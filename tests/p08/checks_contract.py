@@ -43,16 +43,90 @@ def s0_low_precision_logits_in_fp32(ctx):
                 seen32 = set()
                 for _ in range(60):
                     seen32 |= set(ctx.sample(fp32_sampler, as_fp32, ["r"], [params], [[]]))
-                if seen32 != allowed:                  # wrong in fp32 too: not a precision problem
+                if seen32 != allowed:                  # wrong in fp32 too: the input's dtype is not it
                     diagnose.earlier_step_first(ctx, observed, [(as_fp32[0].tolist(), params, [])], stream=True,
                                                 filters=True)
-                    raise Fail(observed, ctx.t(f"同一行直接给 fp32 也得到 {sorted(seen32)}：问题不在精度",
-                                               f"the same row given in fp32 also gives {sorted(seen32)}: not a precision problem"),
-                               hint=("p08", 2, "s5"), where=f"{ctx.sampler_name}.sample")
+                    fp32_also_wrong(ctx, observed, as_fp32[0], top_p, allowed, seen32)
                 raise Fail(observed, ctx.t("同一行直接给 fp32 是对的：在 fp32 里算 softmax/cumsum（logits[i].float()）；bf16 的舍入会改变 top-p 的保留集合",
                                            "the same row given in fp32 is right: do softmax/cumsum in fp32 (logits[i].float()); "
                                            "bf16 rounding changes the top-p keep set"),
                            where=f"{ctx.sampler_name}.sample")
+    for dtype in (torch.bfloat16, torch.float16):
+        temperature_kept_exact(ctx, dtype)
+
+
+def fp32_also_wrong(ctx, observed, row, top_p, allowed, seen32):
+    """S0's row is wrong in fp32 too. Its cut is a hair from top_p, so a sum that is not exact to that margin (a
+    float16 cumsum inside top-p, say) moves it: say so with the margin, and whether apply_top_p alone does it."""
+    probs = torch.softmax(row.double().cpu(), -1).tolist()
+    order = sorted(range(len(probs)), key=lambda t: -probs[t])
+    befores = [sum(probs[t] for t in order[:rank]) for rank in range(1, len(order))]
+    rank = min(range(len(befores)), key=lambda r: abs(befores[r] - top_p)) + 1    # the cut nearest to top_p
+    before = befores[rank - 1]
+    margin = ctx.t(f"token {order[rank]} 之前的概率和是 {before:.6f}，离 top_p = {top_p} 只有 {abs(before - top_p):.1e}",
+                   f"the mass before token {order[rank]} is {before:.6f}, {abs(before - top_p):.1e} from top_p = {top_p}")
+    if ctx.has_functions:
+        def kept_by(values, p):
+            return {i for i, v in enumerate(ctx.vector("apply_top_p", values, p).tolist()) if v != float("-inf")}
+        kept = kept_by(row.clone(), top_p)
+        clear = ctx.tensor([math.log(q) for q in (0.5, 0.25, 0.15, 0.1)])       # cuts far from top_p
+        if kept != allowed and (kept_by(clear, 0.7), kept_by(clear, 0.9)) != ({0, 1}, {0, 1, 2}):
+            raise Fail(observed, ctx.t("你的 apply_top_p 在远离阈值的行上也不对（log [0.5, 0.25, 0.15, 0.1]，top_p 0.7 / 0.9）：先修好 E2.top_p",
+                                       "your apply_top_p is wrong on a row whose cuts are far from top_p too (log [0.5, 0.25, "
+                                       "0.15, 0.1], top_p 0.7 / 0.9): fix E2.top_p first"), hint=("p08", 1, "q4"), where="apply_top_p")
+        if kept != allowed:
+            raise Fail(observed, ctx.t(f"你的 apply_top_p 单独处理这行 fp32 也保留 {sorted(kept)}，期望 {sorted(allowed)}：{margin}；"
+                                       f"离阈值远的情形它是对的，所以是它的求和不够精确：softmax 和 cumsum 都要在 fp32 里做（不要 .half()/bfloat16）",
+                                       f"your apply_top_p alone keeps {sorted(kept)} of this row in fp32, expected {sorted(allowed)}: "
+                                       f"{margin}; it is right where the cuts are far from top_p, so its sums are not exact enough: "
+                                       f"do the softmax and the cumsum in fp32 (no .half() or bfloat16 inside)"),
+                       hint=("p08", 2, "s5"), where="apply_top_p")
+    raise Fail(observed, ctx.t(f"同一行直接给 fp32 也得到 {sorted(seen32)}：{margin}；sample() 里 top-p 的求和要精确到这个量级（在 fp32 里做）",
+                               f"the same row given in fp32 also gives {sorted(seen32)}: {margin}; the top-p sums inside "
+                               f"sample() must be exact to that (do them in fp32)"),
+               hint=("p08", 2, "s5"), where=f"{ctx.sampler_name}.sample")
+
+
+# A temperature rounded to the logits' dtype (0.7 -> 0.69921875 in bf16, 0.7001953125 in fp16) moves the top token's
+# probability p0 of the row [1, 0] by 2e-4 (bf16) or 6e-5 (fp16); top_p sits halfway, so the exact temperature and
+# the rounded one keep different sets (fp32 rounding is ~1e-7). T = 1 in the cases above is exact in any dtype.
+S0_TEMPERATURE, S0_ROW, S0_DRAWS = 0.7, [1.0, 0.0], 200      # P(a correct sampler never draws token 1) < 1e-18
+
+
+def _p0(temperature: float) -> float:
+    return 1.0 / (1.0 + math.exp(-(S0_ROW[0] - S0_ROW[1]) / temperature))
+
+
+def temperature_kept_exact(ctx, dtype):
+    rounded = float(torch.tensor(S0_TEMPERATURE, dtype=dtype))
+    top_p = round((_p0(S0_TEMPERATURE) + _p0(rounded)) / 2, 7)
+    allowed = {0, 1} if _p0(S0_TEMPERATURE) < top_p else {0}                       # mass before token 1 is p0
+
+    def seen_with(logits):
+        ids = [f"t{n}" for n in range(S0_DRAWS)]
+        params = [ctx.params(temperature=S0_TEMPERATURE, top_p=top_p, seed=900 + n) for n in range(S0_DRAWS)]
+        return set(ctx.sample(ctx.sampler(), logits.expand(S0_DRAWS, -1).contiguous(), ids, params,
+                              [[] for _ in ids]))
+
+    seen = seen_with(ctx.tensor([S0_ROW], dtype=dtype))
+    if seen == allowed:
+        return
+    name = str(dtype)[6:]
+    observed = (f"called {ctx.sampler_name}.sample([1, 0] {name} x {S0_DRAWS} rows, temperature={S0_TEMPERATURE}, "
+                f"top_p={top_p}) -> tokens {sorted(seen)}, expected {sorted(allowed)} (p0 = {_p0(S0_TEMPERATURE):.6f} at "
+                f"T = {S0_TEMPERATURE}, {_p0(rounded):.6f} at T = {rounded})")
+    seen32 = seen_with(ctx.tensor([S0_ROW]))
+    if seen32 != allowed:                                   # wrong in fp32 too: the temperature's dtype is not it
+        diagnose.earlier_step_first(ctx, observed, [(S0_ROW, ctx.params(temperature=S0_TEMPERATURE, top_p=top_p), [])],
+                                    stream=True, filters=True)
+        raise Fail(observed, ctx.t(f"同一行给 fp32 也得到 {sorted(seen32)}", f"the same row given in fp32 also gives {sorted(seen32)}"),
+                   hint=("p08", 2, "s5"), where=f"{ctx.sampler_name}.sample")
+    raise Fail(observed, ctx.t(f"同一行给 fp32 是对的；{name} 的结果像是除以了 T = {rounded}（{S0_TEMPERATURE} 舍入到 {name}）："
+                               f"用 Python float（或 fp32）的温度去除 fp32 的行，不要用 logits 的 dtype",
+                               f"the same row given in fp32 is right; in {name} the draws fit T = {rounded} ({S0_TEMPERATURE} "
+                               f"rounded to {name}): divide the fp32 row by the temperature as a Python float (or fp32), "
+                               f"never as a tensor of the logits' dtype"),
+               hint=("p08", 1, "d0"), where=f"{ctx.sampler_name}.sample")
 
 
 # ---- S6 ----------------------------------------------------------------------------------------------

@@ -41,8 +41,8 @@ def renormalised(out) -> list:
        hint=("p08", 1, "q5"))
 def e2_top_k_keep_sets(ctx):
     logits = ctx.tensor(LOG_PROBS)
-    cases = [(2, {0, 1}), (1, {0}), (3, {0, 1, 2}), (-1, {0, 1, 2, 3}), (0, {0, 1, 2, 3}), (4, {0, 1, 2, 3}),
-             (9, {0, 1, 2, 3})]
+    cases = [(2, {0, 1}), (1, {0}), (3, {0, 1, 2}), (-1, {0, 1, 2, 3}), (0, {0, 1, 2, 3}), (-2, {0, 1, 2, 3}),
+             (4, {0, 1, 2, 3}), (9, {0, 1, 2, 3})]
     for k, keep in cases:
         try:
             out = ctx.vector("apply_top_k", logits, k)
@@ -50,8 +50,9 @@ def e2_top_k_keep_sets(ctx):
             if isinstance(exc, RAISE_AS_IS) or 0 < k < 4:
                 raise
             raise Fail(f"called apply_top_k({fmt_vec(logits)}, top_k={k}) raised {type(exc).__name__}: {str(exc)[:100]}",
-                       ctx.t("top_k = -1、0 或 >= V 都表示关闭：返回不变的副本", "top_k = -1, 0 or >= V means off: return the "
-                             "row unchanged (a copy)"), hint=("p08", 1, "q5"), where="apply_top_k") from None
+                       ctx.t("只有 0 < top_k < V 时 top-k 才打开；-1、0、其他负数和 >= V 都表示关闭：返回不变的副本",
+                             "top-k is on only when 0 < top_k < V: -1, 0, any other negative value and >= V mean off: "
+                             "return the row unchanged (a copy)"), hint=("p08", 1, "q5"), where="apply_top_k") from None
         expect_filter(ctx, "apply_top_k", logits, f"top_k={k}", out, keep, ("p08", 1, "q5"))
     out = ctx.vector("apply_top_k", logits, 2)
     probs = renormalised(out)
@@ -107,12 +108,19 @@ def e2_top_p_keep_sets(ctx):
     for top_p, count in ((0.25, 1), (0.5, 2), (0.75, 3)):
         got = kept_ids(ctx.vector("apply_top_p", equal, top_p))
         if len(got) != count or not got <= {0, 1, 2, 3}:
+            if len(got) == count + 1 and got <= {0, 1, 2, 3}:             # one more: the boundary token stayed
+                why = ctx.t(f"第 {count + 1} 个 token 之前的质量恰好是 {top_p}，已经达到 top_p：它要被删掉（mass_before >= top_p，不是 >）",
+                            f"the mass before token {count + 1} is exactly {top_p}, which already reaches top_p: it is removed "
+                            f"(mass before >= top_p, not >)")
+            elif got == {0, 1, 2, 3}:                                       # the whole run of equal logits stayed
+                why = ctx.t(f"4 个相等的 token 全留下了：top-p 在排好序的 token 上一个一个地数（并列的顺序任意），每个 token 由它之前的质量决定，"
+                            f"所以相等的 token 也可以被切开：只留 {count} 个",
+                            f"all 4 equal tokens stayed: top-p walks the sorted tokens one at a time (ties in any order) and "
+                            f"the mass before each one decides, so a cut can split equal logits: keep {count}")
+            else:
+                why = None
             raise Fail(f"called apply_top_p({fmt_vec(equal)}, top_p={top_p}) -> kept {fmt_set(got)}, expected {count} of the "
-                       f"4 equal tokens",
-                       ctx.t(f"第 {count + 1} 个 token 之前的质量恰好是 {top_p}，已经达到 top_p：它要被删掉（mass_before >= top_p，不是 >）",
-                             f"the mass before token {count + 1} is exactly {top_p}, which already reaches top_p: it is removed "
-                             f"(mass before >= top_p, not >)"),
-                       hint=("p08", 1, "q4"), where="apply_top_p")
+                       f"4 equal tokens", *[w for w in [why] if w], hint=("p08", 1, "q4"), where="apply_top_p")
 
 
 @check("E2.trace", "逐步追踪：top_k=3 再 top_p=0.6", "the worked trace: top_k=3, then top_p=0.6",
@@ -190,10 +198,20 @@ def e2_temperatures_drawn(ctx):
                             case=(LOG_PROBS, ctx.params(**kwargs), []))
 
 
-@check("E2.off", "sample() 里的“关闭”：top_k = 0、V、V+5 与 top_p = 1 都不过滤", "'off' inside sample(): top_k = 0, V, V+5 and "
-       "top_p = 1 filter nothing", hint=("p08", 1, "q5"))
+@check("E2.off", "sample() 里的“关闭”：top_k = 0、-2、V、V+5 与 top_p = 1 都不过滤", "'off' inside sample(): top_k = 0, -2, V, "
+       "V+5 and top_p = 1 filter nothing", hint=("p08", 1, "q5"))
 def e2_off_values_drawn(ctx):
-    settings = [dict(top_k=0), dict(top_k=4), dict(top_k=9), dict(top_p=1.0)]
+    settings = [dict(top_k=0), dict(top_k=-2), dict(top_k=4), dict(top_k=9), dict(top_p=1.0)]
+    for kwargs in settings:                                     # an 'off' value that crashes sample(): say what off means
+        try:
+            ctx.sample(ctx.sampler(), ctx.tensor([LOG_PROBS]), ["r"], [ctx.params(seed=1, **kwargs)], [[]])
+        except Exception as exc:  # noqa: BLE001 - the crash is reported as it is, with what 'off' means
+            if isinstance(exc, RAISE_AS_IS):
+                raise
+            raise Fail(f"called {ctx.sampler_name}.sample(log {PROBS}, {kwargs}) raised {type(exc).__name__}: {str(exc)[:100]}",
+                       ctx.t("只有 0 < top_k < V 时 top-k 才打开；-1、0、其他负数和 >= V 都表示关闭", "top-k is on only when "
+                             "0 < top_k < V: -1, 0, any other negative value and >= V mean off"),
+                       hint=("p08", 1, "q5"), where=f"{ctx.sampler_name}.sample") from None
     draws = 600
     counts = draw_many(ctx, settings, draws, LOG_PROBS, first_seed=3000)
     for kwargs, c in zip(settings, counts):
@@ -201,9 +219,9 @@ def e2_off_values_drawn(ctx):
         if c[0] == draws and "top_k" in kwargs:                  # only the maximum: the row was cut to one token
             diagnose.earlier_step_first(ctx, f"{label}: {draws} draws -> token 0 every time", [(LOG_PROBS, ctx.params(**kwargs), [])])
             raise Fail(f"{label}: {draws} draws -> token 0 every time, expected frequencies {fmt_vec(PROBS)}",
-                       ctx.t(f"top_k = {kwargs['top_k']} 在 sample() 里被当成了 top_k = 1：-1、0 和 >= V 都表示关闭"
+                       ctx.t(f"top_k = {kwargs['top_k']} 在 sample() 里被当成了 top_k = 1：-1、0、其他负数和 >= V 都表示关闭"
                              + ("（你的 apply_top_k 单独是对的）" if ctx.has_functions else ""),
-                             f"sample() treats top_k = {kwargs['top_k']} as top_k = 1: -1, 0 and >= V all mean off"
+                             f"sample() treats top_k = {kwargs['top_k']} as top_k = 1: -1, 0, other negatives and >= V all mean off"
                              + (" (your apply_top_k alone gets it right)" if ctx.has_functions else "")),
                        hint=("p08", 1, "q5"), where=f"{ctx.sampler_name}.sample")
         expect_distribution(ctx, label, c, PROBS, draws, ("p08", 1, "q5"), case=(LOG_PROBS, ctx.params(**kwargs), []))

@@ -137,6 +137,14 @@ def i4_kept_set_never_empty(ctx):
                     raise
                 observed = f"{call} raised {type(exc).__name__}: {str(exc)[:100]}"
                 diagnose.earlier_step_first(ctx, observed, [(row, params, [])] if dtype == torch.float32 else [])
+                if dtype != torch.float32 and runs(ctx, ctx.tensor([row]), **{k: v for k, v in kwargs.items() if k != "seed"}):
+                    name = str(dtype)[6:]
+                    raise Fail(observed, ctx.t(f"同一行给 fp32 就能跑：{name} 的范围小（float16 最大 65504），row / temperature 或 exp "
+                                               f"在 {name} 里溢出成 inf；先转 fp32（logits[i].float()）再算",
+                                               f"the same row given in fp32 runs: {name}'s range is small (float16 tops out at "
+                                               f"65504), so row / temperature or exp overflows to inf in {name}; convert to "
+                                               f"fp32 first (logits[i].float())"),
+                               hint=("p08", 1, "d0"), where=f"{ctx.sampler_name}.sample") from None
                 raise Fail(observed, ctx.t("这是极端但合法的输入：至少要保留一个 token，也不能出现 NaN（注意 -inf、极大值与 0/0）",
                                            "an extreme but valid input: keep at least one token and never produce NaN "
                                            "(mind -inf, huge values and 0/0)"), where=f"{ctx.sampler_name}.sample") from None

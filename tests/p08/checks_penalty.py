@@ -73,6 +73,25 @@ def e1_penalty_values(ctx):
                        where="apply_repetition_penalty")
 
 
+def penalty_on_probabilities(ctx):
+    """Do two greedy rows fit a penalty on the probabilities rather than the logits? [3.0, -1.0, 2.5, -0.2] keeps token
+    0 that way (0.600 / 1.5 = 0.400 > 0.364), while [0.5, 0.3, -2.0] switches to token 1 (0.526 / 1.5 = 0.351 < 0.431);
+    on the logits it is the other way round (2.0 < 2.5; 0.333 > 0.3), and without a penalty both keep token 0."""
+    greedy = ctx.params(temperature=0.0, repetition_penalty=1.5)
+
+    def pick(row):
+        return ctx.sample(ctx.sampler(), ctx.tensor([row]), ["p"], [greedy], [[0]])
+
+    return pick([3.0, -1.0, 2.5, -0.2]) == [0] and pick([0.5, 0.3, -2.0]) == [1]
+
+
+ON_PROBABILITIES = ("两个 greedy 行都符合“penalty 罚在了概率上”：[3.0, -1.0, 2.5, -0.2] 还选 token 0（0.600/1.5 = 0.400 > 0.364），"
+                    "[0.5, 0.3, -2.0] 却改选 token 1（0.526/1.5 = 0.351 < 0.431）：penalty 罚的是 logits（正数 v / p，负数 v * p），在 softmax 之前",
+                    "two greedy rows fit a penalty on the probabilities: [3.0, -1.0, 2.5, -0.2] keeps token 0 (0.600/1.5 = "
+                    "0.400 > 0.364) and [0.5, 0.3, -2.0] switches to token 1 (0.526/1.5 = 0.351 < 0.431): the penalty acts on "
+                    "the logits (positive v / p, negative v * p), before the softmax")
+
+
 @check("E1.greedy", "penalty 在 greedy 判断之前生效", "the penalty also applies to greedy rows",
        hint=("p08", 1, "q3"))
 def e1_greedy_after_penalty(ctx):
@@ -89,6 +108,9 @@ def e1_greedy_after_penalty(ctx):
             raise
         if got != [2]:
             diagnose.earlier_step_first(ctx, f"{call} -> {got}, expected [2]", [(row, params, [0])], greedy=True)
+            if penalty_on_probabilities(ctx):
+                raise Fail(f"{call} -> {got}, expected [2]", ctx.t(*ON_PROBABILITIES), hint=("p08", 2, "s1"),
+                           where=f"{ctx.sampler_name}.sample")
             sampled = ctx.params(top_k=1, repetition_penalty=1.5, seed=3)
             if ctx.sample(ctx.sampler(), ctx.tensor([row]), ["r"], [sampled], [[0]]) != [2]:
                 raise Fail(f"{call} -> {got}, expected [2]",
@@ -145,6 +167,8 @@ def why_row_is_wrong(ctx, case, mode):
                          f"counts, from its first token to its last")
         return ctx.t("历史只有一个 token 时是对的，有重复时就错了：每个不同的 token 只罚一次", "right with a one-token history, "
                      "wrong with repeats: each distinct token is penalised once")
+    if penalty_on_probabilities(ctx):
+        return ctx.t(*ON_PROBABILITIES)
     if solo(row_with({0: 2.0, 1: 1.9}), [0], 2.0) != [1]:
         if "temperature" in mode:
             return ctx.t("greedy 行完全没有被惩罚：penalty 要在 greedy 判断之前", "greedy rows are not penalised at all: "
@@ -180,6 +204,13 @@ def e1_penalty_in_a_real_batch(ctx):
             raise Fail(observed, *[w for w in [why] if w], hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
     plain = diagnose.penalty_verdict(ctx)                                  # T = 1, no filter: drawn, 300 seeds
     if plain:
+        diagnose.earlier_step_first(ctx, plain[0][0], [([2.0, 0.0], ctx.params(repetition_penalty=10.0), [0])], stream=True)
+        fits, counts, expected = diagnose.drawn_fits(ctx, [2.0, 0.0], {}, [])
+        if not fits:                                                       # off without a penalty too: not the penalty
+            raise Fail(*plain[0], f"300 draws of sample([2.0, 0.0]) with no penalty -> token 0 {counts[0] / 300:.3f} of the "
+                       f"time, expected {expected[0]:.3f}", ctx.t("不加 penalty 的抽样也不对：先看 I6 和 I5",
+                                                                  "the draws are off without the penalty too: see I6 and I5"),
+                       hint=("p08", 2, "s6"), where=f"{ctx.sampler_name}.sample")
         raise Fail(*plain[0], ctx.t("greedy 和 top_k=1 的行都罚对了，T = 1、没有 top-k/top-p 的行却没有：有条捷径跳过了 penalty",
                                     "greedy and top_k=1 rows are penalised right, but a T = 1 row with no top-k/top-p is not: "
                                     "a shortcut skips the penalty"),

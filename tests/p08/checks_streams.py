@@ -37,8 +37,18 @@ def i5_stream_continuity_and_reset(ctx):
     sampler.free("never-seen")                                          # unknown id: a no-op
     replay = draws(sampler, "q", 21, 8)
     if replay != first:
-        raise Fail(f"8 draws, free('q'), 8 draws again with seed=21 -> {replay}, expected the first 8 again {first}",
-                   ctx.t("free 之后要删除 generator，同名请求重新开始", "free must drop the generator so the id starts afresh"),
+        observed = f"8 draws, free('q'), 8 draws again with seed=21 -> {replay}, expected the first 8 again {first}"
+        shared = ctx.sampler()
+        draws(shared, "q", 21, 8)
+        if (beside := draws(shared, "q2", 21, 8)) != first:         # a free cannot help a generator that is not q's own
+            raise Fail(observed, f"in one {ctx.sampler_name}: 'q' (seed=21) 8 draws, then a new request 'q2' (seed=21) -> "
+                       f"{beside}, expected seed 21's stream {first}",
+                       ctx.t("同一个 sampler 里，另一个同 seed 的新请求没有从头开始：generator 被请求之间共用了（按 seed 共用或整个 "
+                             "sampler 一个）；每个 req_id 一个自己的 generator，free 再删掉它",
+                             "a new request with the same seed did not start its own stream: the generator is shared between "
+                             "requests (one per seed value, or one for the sampler); give each req_id its own, and free drops it"),
+                       where=method)
+        raise Fail(observed, ctx.t("free 之后要删除 generator，同名请求重新开始", "free must drop the generator so the id starts afresh"),
                    where=f"{ctx.sampler_name}.free")
     solo = draws(ctx.sampler(), "r10", 42, 8)                           # free drops one id, not its look-alikes
 
@@ -62,6 +72,12 @@ def i5_stream_continuity_and_reset(ctx):
     sampler.free("q")
     other_seed = draws(sampler, "q", 22, 8)
     expected = draws(ctx.sampler(), "q", 22, 8)
+    if other_seed == first and expected != first:                    # seed 22 is right in a fresh sampler
+        raise Fail(f"free('q'), then 'q' reused with seed=22 -> {other_seed}, the very stream of seed=21; a fresh "
+                   f"{ctx.sampler_name} gives seed 22 {expected}",
+                   ctx.t("free 之后 'q' 的 seed-21 generator（或它的 seed）还在：free 要删掉它，下一个 'q' 用自己的 seed 重新建",
+                         "after free, q's seed-21 generator (or its seed) is still there: free must delete it, so the next "
+                         "'q' is made from its own seed"), where=f"{ctx.sampler_name}.free")
     if other_seed == first:
         raise Fail(f"'q' with seed=22 -> {other_seed}, the very stream of seed=21",
                    ctx.t("不同的 seed 要给出不同的随机流：generator 用 manual_seed(seed) 初始化", "different seeds must give different "

@@ -166,14 +166,14 @@ def greedy_verdict(ctx):
 
 def temperature_verdict(ctx):
     """None when 300 draws of [0, -1] at T = 0.25 fit p(token 0) = 0.982; else (lines, hint, check)."""
-    fits, counts, expected = _drawn_fits(ctx, [0.0, -1.0], dict(temperature=0.25), [])
+    fits, counts, expected = drawn_fits(ctx, [0.0, -1.0], dict(temperature=0.25), [])
     if not fits:
         return ([f"300 draws of sample([0.0, -1.0], temperature=0.25) -> token 0 {counts[0] / 300:.3f} of the time, "
                  f"expected {expected[0]:.3f} (softmax of row / T)"], ("p08", 2, "s3"), "E2.small_t")
     return None
 
 
-def _drawn_fits(ctx, row, kwargs, prev, draws=300, first_seed=900):
+def drawn_fits(ctx, row, kwargs, prev, draws=300, first_seed=900):
     """(fits, counts, expected): `draws` seeded draws of one row vs the oracle, 6 sigma."""
     tokens = draws_of(ctx, torch.tensor(row), draws, first_seed, prev=prev, **kwargs)
     expected = oracle.filtered_probs(row, prev_tokens=prev, **kwargs)
@@ -183,7 +183,7 @@ def _drawn_fits(ctx, row, kwargs, prev, draws=300, first_seed=900):
 
 def penalty_verdict(ctx):
     """None when sample() applies the penalty to a sampled (non-greedy, unfiltered) row; else (lines, hint, check)."""
-    fits, counts, expected = _drawn_fits(ctx, [2.0, 0.0], dict(repetition_penalty=10.0), [0])
+    fits, counts, expected = drawn_fits(ctx, [2.0, 0.0], dict(repetition_penalty=10.0), [0])
     if not fits:
         return ([f"300 draws of sample([2.0, 0.0], repetition_penalty=10, prev_tokens=[0]) -> token 0 {counts[0] / 300:.3f} "
                  f"of the time, expected {expected[0]:.3f} (2.0 / 10 = 0.2 against 0.0)"], ("p08", 2, "s1"), "E1.history")

@@ -14,12 +14,15 @@ class Mutant:
     phrase: str | tuple = ""  # words the failure report (English) must contain: the diagnosis, not just the check;
     #                           a tuple lists every cause the grader may establish first (e.g. on another CPU's BLAS)
 
+    wrong: str = ""        # a wrong cause an earlier grader named for this bug: the report must not say it
+
     def phrases(self) -> tuple:
         return self.phrase if isinstance(self.phrase, tuple) else (self.phrase,)
 
     def named_in(self, text: str) -> bool:
-        """Does the report name one of the causes this mutant has (and so no other, wrong one)?"""
-        return any(p.lower() in text.lower() for p in self.phrases())
+        """Does the report name one of the causes this mutant has, and not the wrong one it once got?"""
+        return (any(p.lower() in text.lower() for p in self.phrases())
+                and not (self.wrong and self.wrong.lower() in text.lower()))
 
 
 SAMPLE_DRAW = "            tokens[i] = torch.multinomial(probs, 1, generator=generator)[0]          # scalar\n"
@@ -59,7 +62,7 @@ P08 = [
            "can remove every token (tiny top_p -> NaN)", phrase='fix E2.top_p first'),
     Mutant("top_p_no_order_mapping", "E2.top_p", (("remove = torch.empty_like(remove_sorted).scatter_(0, order, remove_sorted)",
                                                    "remove = remove_sorted"),), "forgets to map the sorted decision back", phrase='expected {1, 3}'),
-    Mutant("top_k_minus_one_only", "E2.top_k", (("if not 0 < top_k < vocab:", "if top_k == -1:"),), "treats only -1 as off", phrase='means off'),
+    Mutant("top_k_minus_one_only", "E2.top_k", (("if not 0 < top_k < vocab:", "if top_k == -1:"),), "treats only -1 as off", phrase='mean off'),
     Mutant("top_k_at_least_V", "E2.top_k", (("if not 0 < top_k < vocab:", "if top_k <= 0:"),), "crashes for top_k > V", phrase=''),
     Mutant("top_k_off_by_one", "E2.top_k", (("torch.topk(logits, top_k).values[-1]", "torch.topk(logits, min(top_k + 1, vocab)).values[-1]"),),
            "keeps k + 1 tokens", phrase='expected {0, 1}'),
@@ -256,4 +259,45 @@ P08 = [
                                                "                prev_tokens[i].append(int(tokens[i]))\n"),),
            "appends each drawn token to the caller's history: S1-5 must blame I2, not the order of the steps",
            phrase="fix I2 first"),
+    # feedback v3: two bugs that passed, and a wrong cause
+    Mutant("top_k_minus_two_crashes", "E2.top_k", (("if not 0 < top_k < vocab:", "if top_k in (-1, 0) or top_k >= vocab:"),),
+           "treats only -1 and 0 as off, so top_k = -2 reaches torch.topk and raises", phrase="any other negative value"),
+    Mutant("top_k_minus_two_crashes_in_sample", "E2.off",
+           (("if not 0 < top_k < vocab:", "if top_k in (-1, 0) or top_k >= vocab:"),),
+           "the same, seen through sample()", phrase="any other negative value"),
+    Mutant("temperature_in_logits_dtype", "S0", (("row = row / p.temperature",
+                                                  "row = row / torch.tensor(p.temperature, dtype=logits.dtype)"),),
+           "divides by the temperature as a tensor of the logits' dtype (0.7 -> 0.69921875 in bf16)",
+           phrase="0.7 rounded to bfloat16"),
+    Mutant("top_p_cumsum_in_fp16", "S0", (("mass_before = torch.cumsum(probs, dim=-1) - probs",
+                                           "mass_before = torch.cumsum(probs.half(), dim=-1).float() - probs"),),
+           "sums the top-p mass in float16", phrase="its sums are not exact enough", wrong="not a precision problem"),
+    Mutant("free_rewinds_instead_of_dropping", "I5", (("self._seeded.pop(req_id, None)",
+                                                       "if req_id in self._seeded:\n"
+                                                       "            self._seeded[req_id].manual_seed(self._seeded[req_id].initial_seed())"),),
+           "free() re-seeds the request's generator instead of deleting it", phrase="free must delete it",
+           wrong="initialise the generator with manual_seed"),
+    Mutant("one_seeded_generator_for_all", "I5", (("generator = self._generator(req_id, p, logits.device)",
+                                                   "generator = self._generator('one-for-all', p, logits.device)"),),
+           "every seeded request draws from one generator (free is right, but frees nothing that is used)",
+           phrase="shared between requests", wrong="free must drop the generator"),
+    Mutant("penalty_on_probabilities", "E1.greedy", (("row = apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)",
+                                                      "row = torch.log(apply_repetition_penalty(torch.softmax(row, -1), "
+                                                      "prev_tokens[i], p.repetition_penalty))"),),
+           "penalises the probabilities instead of the logits", phrase="penalty on the probabilities", wrong="at all"),
+    Mutant("top_p_keeps_ties_of_the_crossing_token", "E2.top_p",
+           (('    return logits.masked_fill(remove, float("-inf"))                            # [V]',
+             '    return logits.masked_fill(logits < logits.masked_fill(remove, float("inf")).min(), float("-inf"))'),),
+           "keeps every logit tied with the last kept one", phrase="all 4 equal tokens stayed", wrong="not >"),
+    Mutant("every_seed_is_zero", "E1.history", (("manual_seed(params.seed)", "manual_seed(0)"),),
+           "seeds every request's generator with 0: all streams are one", phrase="the seed changes nothing",
+           wrong="a shortcut skips the penalty"),
+    Mutant("top_k_minus_one_crashes_sample", "I1", (("row = apply_top_k(row, p.top_k)",
+                                                     "row = row.masked_fill(row < torch.topk(row, p.top_k).values[-1], "
+                                                     "float('-inf'))"),),
+           "sample() calls torch.topk even for top_k = -1: a peer with the default params crashes the batch",
+           phrase="a lone request with the default params", wrong="the token is still one its own params allow"),
+    Mutant("rows_stay_in_fp16", "I4", (("row = logits[i].float()", "row = logits[i].clone()"),),
+           "computes in the logits' dtype: huge fp16 logits overflow", phrase="overflows to inf in float16",
+           wrong="mind -inf, huge values"),
 ]
