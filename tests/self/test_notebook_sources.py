@@ -1,14 +1,18 @@
 """The Chinese and English notebooks are built from one source (course/notebook/nbsource.py), so their code cells
 never drift; the git clean filter (course/notebook/nbstrip.py) keeps run notebooks byte-identical to the committed
-ones; course/notebook/notebook_setup.py ships the widget-state setting and the filter."""
+ones, and the save hook (course/notebook/save_hook.py) keeps `git status` clean after a save;
+course/notebook/notebook_setup.py ships the widget-state setting, the filter and the hook."""
 import json
+import os
+import shlex
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 from course import problems
-from course.notebook import nbsource, nbstrip, notebook_setup
+from course.notebook import nbsource, nbstrip, notebook_setup, save_hook
 
 
 @pytest.mark.parametrize("target", nbsource.targets(), ids=lambda t: f"{t[2].parent.name}/{t[2].name}")
@@ -96,3 +100,92 @@ def test_setup_installs_the_git_filter_in_a_clone(tmp_path):
                            text=True, check=True).stdout.strip()
     assert value == "python3 course/notebook/nbstrip.py"
     assert not notebook_setup.git_filter(tmp_path / "nowhere")
+
+
+# ---- the save hook: a notebook saved with only new outputs leaves `git status` clean ------------------------
+def git_repo_with_a_notebook(tmp_path):
+    """A git repo with the nbstrip filter and one committed (clean) notebook; returns (git, notebook path, text)."""
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                               "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    strip = nbsource.ROOT / "course" / "notebook" / "nbstrip.py"
+    git("config", "filter.nbstrip.clean", f"{shlex.quote(sys.executable)} {shlex.quote(str(strip))}")
+    (repo / ".gitattributes").write_text("notebooks/**/*.ipynb filter=nbstrip\n", encoding="utf-8")
+    (repo / ".gitignore").write_text(".ipynb_checkpoints/\n", encoding="utf-8")      # as the course's .gitignore
+    clean = nbsource.build("%% md\n标题\n%% en\nTitle\n%% code\nx = 1\nprint(x)\n", "en", "t")
+    path = repo / "notebooks" / "t.ipynb"
+    path.write_text(clean, encoding="utf-8")
+    git("add", ".")
+    git("commit", "-qm", "notebook")
+    return git, path, clean
+
+
+def with_outputs(clean):
+    """What JupyterLab writes after a run: outputs, execution counts, widget state."""
+    nb = json.loads(clean)
+    nb["cells"][1].update(execution_count=1, outputs=[{"output_type": "stream", "name": "stdout", "text": ["1\n"]}])
+    nb["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def test_save_hook_keeps_status_clean_after_a_run_and_leaves_a_source_edit_modified(tmp_path):
+    git, path, clean = git_repo_with_a_notebook(tmp_path)
+    blob = git("ls-files", "--stage").split()[1]
+    path.write_text(with_outputs(clean), encoding="utf-8")
+    assert git("diff") == ""                                           # the filter strips the outputs ...
+    assert git("status", "--porcelain") == " M notebooks/t.ipynb\n"    # ... but git trusts the size change
+    save_hook.post_save(model={"type": "notebook"}, os_path=str(path), contents_manager=None)
+    assert git("status", "--porcelain") == ""
+    assert git("ls-files", "--stage").split()[1] == blob and git("diff", "--cached") == ""   # nothing staged
+    path.write_text(with_outputs(clean).replace('"x = 1\\n"', '"x = 2\\n"'), encoding="utf-8")   # a real edit
+    save_hook.post_save(model={"type": "notebook"}, os_path=str(path), contents_manager=None)
+    assert git("status", "--porcelain") == " M notebooks/t.ipynb\n"
+    assert git("ls-files", "--stage").split()[1] == blob and '+    "x = 2\\n",' in git("diff")
+
+
+def test_save_hook_runs_in_the_jupyter_server_contents_manager(tmp_path):
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+    git, path, clean = git_repo_with_a_notebook(tmp_path)
+    manager = FileContentsManager(root_dir=str(path.parents[1]))
+    save_hook._load_jupyter_server_extension(SimpleNamespace(contents_manager=manager))
+    model = {"type": "notebook", "format": "json", "content": json.loads(with_outputs(clean))}
+    manager.save(model, "notebooks/t.ipynb")
+    assert "outputs" in path.read_text(encoding="utf-8") and '"text": [' in path.read_text(encoding="utf-8")
+    assert git("status", "--porcelain") == ""
+
+
+def test_save_hook_does_nothing_outside_git_and_never_fails_a_save(tmp_path, monkeypatch):
+    loose = tmp_path / "loose.ipynb"
+    loose.write_text("{}", encoding="utf-8")
+    assert not save_hook.refresh_index(loose)
+    assert not save_hook.refresh_index(tmp_path / "missing.ipynb")
+    git, path, clean = git_repo_with_a_notebook(tmp_path)
+    untracked = path.with_name("new.ipynb")
+    untracked.write_text(clean, encoding="utf-8")
+    plain = path.parents[1] / "plain.txt"                              # tracked, but no filter
+    plain.write_text("a\n", encoding="utf-8")
+    git("add", "plain.txt")
+    assert not save_hook.refresh_index(untracked) and not save_hook.refresh_index(plain)
+    assert "?? notebooks/new.ipynb" in git("status", "--porcelain")    # never added by the hook
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    save_hook.post_save(model=None, os_path=str(path), contents_manager=None)
+    save_hook.post_save(os_path=None)
+
+
+def test_setup_installs_the_save_hook_where_the_server_finds_it(tmp_path):
+    config = notebook_setup.save_hook_config(tmp_path / "etc")
+    assert config == tmp_path / "etc" / "jupyter_server_config.d" / "course_save_hook.json"
+    assert json.loads(config.read_text(encoding="utf-8")) == \
+        {"ServerApp": {"jpserver_extensions": {"course.notebook.save_hook": True}}}
+    pth = notebook_setup.root_on_path(tmp_path / "site")
+    notebook_setup.root_on_path(tmp_path / "site")                    # idempotent
+    assert pth.read_text(encoding="utf-8") == f"{nbsource.ROOT}\n"
+    code = "import site, sys; site.addsitedir(sys.argv[1]); import course.notebook.save_hook as h; print(h.__file__)"
+    run = subprocess.run([sys.executable, "-S", "-c", code, str(tmp_path / "site")], cwd=tmp_path,
+                         capture_output=True, text=True, env={"PATH": os.environ.get("PATH", "")})
+    assert run.stdout.strip() == str(nbsource.ROOT / "course" / "notebook" / "save_hook.py"), run.stderr
