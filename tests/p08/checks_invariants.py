@@ -163,6 +163,18 @@ def i4_kept_set_never_empty(ctx):
 
 
 # ---- I3.edges ---------------------------------------------------------------------------------------
+def filtered_kept(ctx, row, params):
+    """The tokens the learner's own filtered_probs (a fast path's) gives a nonzero probability, or None without one."""
+    sampler = ctx.sampler()
+    if not callable(getattr(sampler, "filtered_probs", None)):
+        return None
+    try:
+        probs = sampler.filtered_probs(ctx.tensor([row]), [params], [[]])
+        return {i for i, p in enumerate(probs[0].tolist()) if p > 0}
+    except Exception:  # noqa: BLE001 - a probe: without it the check states the draws alone
+        return None
+
+
 GREEDY_ROWS = [("tied maxima", [2.0, 5.0, 5.0, 1.0], {1}),                     # torch.argmax: the first of equal maxima
                ("a near-tie (1 ulp apart)", [1.0, 1.0 - 2 ** -20, -5.0, -5.0], {0}),
                ("huge values (row / T overflows)", [2e35, 3e35, -1e35, 0.0], {1})]
@@ -209,9 +221,16 @@ def i3_greedy_threshold_edges(ctx):
     if drawn != {1, 2}:
         observed = f"60 draws of {ctx.sampler_name}.sample([2, 5, 5, 1], top_k=1) -> tokens {sorted(drawn)}, expected both 1 and 2"
         diagnose.earlier_step_first(ctx, observed, [(tied, ctx.params(top_k=1), [])])
+        kept = filtered_kept(ctx, tied, ctx.params(top_k=1))
+        if kept is not None and kept != {1, 2}:                  # the kept set itself drops a tie: not the draw
+            raise Fail(observed, f"{ctx.sampler_name}.filtered_probs([2, 5, 5, 1], top_k=1) keeps {sorted(kept)}",
+                       ctx.t("你的保留集合丢了一个和第 k 大的值相等的 token：保留所有 >= 第 k 大的值（恰好 k 列的窗口会切掉并列的）",
+                             "your kept set drops a token tied with the k-th value: keep every value >= the k-th (a window "
+                             "of exactly k columns cuts ties off)"), hint=("p08", 1, "q5"), where=f"{ctx.sampler_name}.sample")
         raise Fail(observed,
-                   ctx.t("top_k = 1 保留所有等于最大值的 token，这不是 greedy：别用 argmax 当捷径",
-                         "top_k = 1 keeps every token equal to the largest value; it is not greedy: no argmax shortcut"),
+                   ctx.t("top_k = 1 保留所有等于最大值的 token，这不是 greedy：在保留的 token 里抽，别用 argmax 当捷径",
+                         "top_k = 1 keeps every token equal to the largest value; it is not greedy: draw among the kept "
+                         "tokens (an argmax picks only one of them)"),
                    hint=("p08", 1, "q5"), where=f"{ctx.sampler_name}.sample")
     row = [1.0, 1.0 - 2 ** -17, -5.0, -5.0]
     for temperature in (1e-5, 2e-5):

@@ -47,4 +47,13 @@ P08_FAST = [
     Mutant("exact_top_p_boundary_kept", "F1", (("n_top_p = 1 + _first_true(cs[:, :-1] >= top_p * mass)",
                                                 "n_top_p = 1 + _first_true(cs[:, :-1] > top_p * mass)"),),
            "the window keeps a token whose mass before is exactly top_p", phrase="mass before >= top_p, not >"),
+    Mutant("argmax_for_top_k_one", "I3.edges",
+           (("        return tokens.clone()                                                    # an ordinary tensor again",
+             "        tokens = tokens.clone()\n"
+             "        for i, p in enumerate(params):\n"
+             "            if p.top_k == 1:\n"
+             "                tokens[i] = logits[i].float().argmax()\n"
+             "        return tokens"),),
+           "top_k = 1 rows take the argmax: of two equal maxima only the first is ever drawn",
+           phrase="draw among the kept tokens", wrong="no argmax shortcut"),
 ]
