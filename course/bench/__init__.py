@@ -6,7 +6,9 @@
     python -m course.bench p08 --device cuda --png bench_out/p08.png
 
 Every method samples the same batch in the same run; the table gives the median ms per call and the ratio to
-the fast path (x30 = thirty times slower than the fast path). The notebook and the grader call `run_case`.
+the fast path (x30 = thirty times slower than the fast path). A second table gives, per call, the torch ops, the
+host syncs and the uploads of Python data (course/bench/opcount.py): noise-free counts that stand in for a GPU's
+kernel launches. The notebook and the grader call `run_case`.
 """
 import argparse
 import random
@@ -16,6 +18,7 @@ import time
 
 import torch
 
+from course.bench import opcount
 from course.bench.baselines import BlogSampler, FullSortSampler, fast_sampler, logits_floor, reference_sampler
 from course.sampling_params import SamplingParams
 
@@ -151,8 +154,10 @@ def method_fns(logits, req_ids, params, prev_tokens, methods=METHODS):
 
 
 def run_case(name="seed 004: k40 p.9", batch=64, vocab=50257, mix="seed004", shape="peaked",
-             dtype=torch.float32, device="cpu", methods=METHODS, repeat=20, budget_s=2.0, progress=None):
-    """Time every method on one batch; returns {'name', 'B', 'V', 'mix', 'logits', 'ms': {...}, 'ratio': {...}}."""
+             dtype=torch.float32, device="cpu", methods=METHODS, repeat=20, budget_s=2.0, progress=None,
+             counts=False):
+    """Time every method on one batch; returns {'name', 'B', 'V', 'mix', 'logits', 'ms': {...}, 'ratio': {...}}
+    and, with counts=True, 'counts': {method: opcount.Counts} (ops, syncs, uploads per call)."""
     logits = make_logits(batch, vocab, shape, dtype, device)
     req_ids, params, prev = make_batch(batch, vocab, mix)
     fns = method_fns(logits, req_ids, params, prev, methods)
@@ -161,8 +166,11 @@ def run_case(name="seed 004: k40 p.9", batch=64, vocab=50257, mix="seed004", sha
     ms = time_many(fns, repeat=repeat, budget_s=budget_s, device=device)
     fast = ms.get("fast")
     ratio = {m: (t / fast if fast else float("nan")) for m, t in ms.items()}
-    return {"name": name, "B": batch, "V": vocab, "mix": mix, "logits": shape, "device": str(device),
-            "ms": ms, "ratio": ratio}
+    result = {"name": name, "B": batch, "V": vocab, "mix": mix, "logits": shape, "device": str(device),
+              "ms": ms, "ratio": ratio}
+    if counts:
+        result["counts"] = opcount.count_methods({m: fn for m, fn in fns.items() if m != "floor"})
+    return result
 
 
 def format_table(results, methods=METHODS, markdown=False):
@@ -179,6 +187,25 @@ def format_table(results, methods=METHODS, markdown=False):
     for r in results:
         cells = "".join(f" {_cell(r, m) if m in r['ms'] else '-':>12}" for m in methods)
         lines.append(f"{r['name'][:17]:<17} {r['B']:>3} {r['V']:>6} {r['logits']:<6}" + cells)
+    return "\n".join(lines)
+
+
+def format_counts(results, methods=METHODS, markdown=False):
+    """Ops / syncs / uploads per call, per case and method (the floor is one op, not listed)."""
+    shown = [m for m in methods if m != "floor"]
+    def cell(r, m):
+        c = r.get("counts", {}).get(m)
+        return f"{c.ops}/{c.syncs}/{c.uploads}" if c else "-"
+    if markdown:
+        lines = ["| case | B | V | logits | " + " | ".join(f"{LABELS[m]} ops/syncs/uploads" for m in shown) + " |",
+                 "|---|--:|--:|---|" + "--:|" * len(shown)]
+        lines += [f"| {r['name']} | {r['B']} | {r['V']} | {r['logits']} | "
+                  + " | ".join(cell(r, m) for m in shown) + " |" for r in results]
+        return "\n".join(lines)
+    head = f"{'case':<17} {'B':>3} {'V':>6} {'logits':<6}" + "".join(f" {LABELS[m]:>12}" for m in shown)
+    lines = [head, "-" * len(head)]
+    lines += [f"{r['name'][:17]:<17} {r['B']:>3} {r['V']:>6} {r['logits']:<6}"
+              + "".join(f" {cell(r, m):>12}" for m in shown) for r in results]
     return "\n".join(lines)
 
 
@@ -251,11 +278,13 @@ def main(argv=None):
             text = f"[{n}/{len(cases)}] {name} B={batch} V={vocab} {shape}: timing {method}"
             print(f"\r{text:<99}" if live else text, end="" if live else "\n", file=sys.stderr, flush=True)
         results.append(run_case(name, batch, vocab, mix, shape, device=args.device, repeat=repeat,
-                                budget_s=budget, progress=progress))
+                                budget_s=budget, progress=progress, counts=True))
     if live:
         print(f"\r{'':<99}\r", end="", file=sys.stderr, flush=True)
     print(format_table(results, markdown=args.markdown))
-    print(f"median ms per sample() call, (xN) = N times the fast path; {time.perf_counter() - start:.0f} s")
+    print(f"median ms per sample() call, (xN) = N times the fast path; {time.perf_counter() - start:.0f} s\n")
+    print(format_counts(results, markdown=args.markdown))
+    print("per sample() call: torch ops / host syncs / uploads of Python data (torch.profiler; the same on any CPU)")
     if args.png:
         save_png(results, args.png)
         print(f"chart: {args.png}")

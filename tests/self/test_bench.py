@@ -190,3 +190,24 @@ def test_blog_takes_the_first_rows_params_for_the_whole_batch():
     params = [SamplingParams(), SamplingParams(top_k=1)]                        # row 1 asks for argmax
     blog = BlogSampler().filtered_probs(logits, params)
     assert int((blog[1] > 0).sum()) == 200                                      # but gets row 0's "no filter"
+
+
+def test_op_counts_are_exact_and_tell_a_per_row_loop_from_a_batched_sampler():
+    """Ops, syncs and uploads per call (course/bench/opcount.py) are counts, not timings: the same twice, exact on a
+    known call, growing with B for the reference loop and flat for the blog's batched sampler."""
+    from course.bench import opcount
+
+    x = torch.randn(4, 100)
+    known = opcount.count(lambda: (torch.softmax(x, -1)[0, 0].item(), torch.tensor([1, 2])))
+    assert (known.syncs, known.uploads) == (1, 1) and known == opcount.count(lambda: (torch.softmax(x, -1)[0, 0].item(),
+                                                                                       torch.tensor([1, 2])))
+    counts = {}
+    for batch in (1, 8):
+        logits = bench.make_logits(batch, 256, "peaked")
+        ids, params, prev = bench.make_batch(batch, 256, "seed004")
+        counts[batch] = opcount.count_methods(bench.method_fns(logits, ids, params, prev, ("reference", "blog")))
+    assert counts[8]["reference"].ops > 6 * counts[1]["reference"].ops and counts[8]["reference"].syncs == 8
+    assert counts[8]["blog"] == counts[1]["blog"] and counts[1]["blog"].syncs == 1
+    result = bench.run_case("tiny", 2, 128, methods=("reference", "fast"), repeat=1, budget_s=0.05, counts=True)
+    assert set(result["counts"]) == {"reference", "fast"}
+    assert "ops/syncs/uploads" in bench.format_counts([result], ("reference", "fast"), markdown=True)
