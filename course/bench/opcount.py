@@ -67,16 +67,27 @@ def _quiet_stderr():
             os.close(saved)
 
 
-def count(fn, warmup: int = 1) -> Counts:
-    """Counts of one fn() call, after `warmup` uncounted calls (first-call caches are not the call's cost)."""
+def _profile(fn, warmup: int, shapes: bool = False) -> list:
     for _ in range(warmup):
         fn()
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=shapes) as prof:
         fn()
-    top = _top_level(prof.events())
+    return _top_level(prof.events())
+
+
+def count(fn, warmup: int = 1) -> Counts:
+    """Counts of one fn() call, after `warmup` uncounted calls (first-call caches are not the call's cost)."""
+    top = _profile(fn, warmup)
     syncs = sum(1 for e in top if e.name in SYNC_OPS or _names_below(e) & SYNC_OPS)
     uploads = sum(1 for e in top if e.name == "aten::lift_fresh")
     return Counts(ops=len(top), syncs=syncs, uploads=uploads)
+
+
+def full_row_sorts(fn, width: int, warmup: int = 1) -> int:
+    """How many top-level sorts (sort, argsort, msort) one fn() call runs over rows `width` long (a full vocab)."""
+    top = _profile(fn, warmup, shapes=True)
+    return sum(1 for e in top if e.name in ("aten::sort", "aten::argsort", "aten::msort")
+               and e.input_shapes and e.input_shapes[0] and e.input_shapes[0][-1] == width)
 
 
 def count_methods(fns: dict) -> dict:

@@ -188,6 +188,9 @@ def f5_speed_against_reference_loop(ctx):
     ids, prev = list(range(batch)), [[] for _ in range(batch)]
     fast, slow, full_sort = ctx.sampler(), ref.Sampler(), FullSortSampler()
     ctx.sample(fast, logits, ids, params, prev)
+    facts, grows = what_it_runs(ctx, fast, logits, ids, params, prev)
+    if grows:                                                          # counted, not timed: the same on any machine
+        raise Fail(f"B=8 and B=64, V=50257, top_k=40, top_p=0.9: {facts[0]}", *facts[1:], where="FastSampler.sample")
     ms = time_many({"fast": lambda: fast.sample(logits, ids, params, prev),            # they take turns: a busy machine
                     "loop": lambda: slow.sample(logits, ids, ref_params, prev),        # slows all three alike
                     "sort": lambda: full_sort.sample(logits, ids, ref_params, prev)}, repeat=5, device=ctx.device)
@@ -196,6 +199,25 @@ def f5_speed_against_reference_loop(ctx):
     ctx.notes.append(measured)
     if ms["loop"] / ms["fast"] < over_loop or ms["sort"] / ms["fast"] < over_sort:
         raise Fail(f"{measured}; expected at least {over_loop:.0f}x the loop and {over_sort:.0f}x the full sort",
-                   ctx.t("还有按行的 Python 循环，或者对整个词表排序？在 [B, K] 的窗口里做",
-                         "still a per-row Python loop, or a sort of the whole vocabulary? work in the [B, K] window"),
-                   where="FastSampler.sample")
+                   *facts, where="FastSampler.sample")
+
+
+def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
+    """What the fast path does per call, counted (course/bench/opcount.py): its torch ops at B = 8 and 64 and its
+    sorts over full rows. Returns (lines saying only what was counted, whether the op count grows like a loop)."""
+    from course.bench import opcount
+
+    vocab, small = logits.shape[1], 8
+    ops = {b: opcount.count(lambda b=b: fast.sample(logits[:b], ids[:b], params[:b], prev[:b])) for b in (small, len(ids))}
+    sorts = opcount.full_row_sorts(lambda: fast.sample(logits, ids, params, prev), vocab)
+    lines = [f"counted per call: {ops[small]} at B={small}, {ops[len(ids)]} at B={len(ids)}; "
+             f"{sorts} sort{'s' if sorts != 1 else ''} over full rows of V={vocab}"]
+    if sorts:
+        lines.append(ctx.t(f"它对整行（V={vocab}）排序：在 [B, K] 的窗口里做（torch.topk），不要排整个词表",
+                           f"it sorts full rows (V={vocab}): work in the [B, K] window (torch.topk), not on the whole vocabulary"))
+    grows = ops[len(ids)].ops > 3 * ops[small].ops                    # 8x the rows: a loop over rows
+    if grows and not sorts:
+        lines.append(ctx.t(f"op 数随 batch 增长（B=8 时 {ops[small].ops}，B=64 时 {ops[len(ids)].ops}）：还有按行的循环，把它们变成整批的张量运算",
+                           f"its op count grows with the batch ({ops[small].ops} at B=8, {ops[len(ids)].ops} at B=64): "
+                           f"a per-row loop is left; make it whole-batch tensor ops"))
+    return lines, grows

@@ -26,7 +26,12 @@ P08_FAST = [
     Mutant("full_vocab_sort_always", "F5", (("vals, ids = window_topk(x, width, None if every else torch.tensor(rows, device=x.device), maxima)",
                                              "vals, ids = (torch.stack(t) for t in zip(*[torch.sort(r, descending=True, stable=True)"
                                              " for r in _take(x, rows)]))"),),
-           "sorts the whole vocabulary for every top-k row (the 'before' of seed 004)", phrase='full sort'),
+           "sorts the whole vocabulary for every top-k row (the 'before' of seed 004)", phrase='it sorts full rows (V=50257)',
+           wrong="still a per-row Python loop, or"),
+    Mutant("fast_path_one_row_at_a_time", "F5", (("            tokens = self._sample(logits, req_ids, params, prev_tokens)",
+                                                  "            tokens = torch.cat([self._sample(logits[i:i + 1], req_ids[i:i + 1], "
+                                                  "params[i:i + 1], prev_tokens[i:i + 1]) for i in range(len(req_ids))])"),),
+           "runs the fast path once per row", phrase="a per-row loop is left", wrong="or a sort of the whole vocabulary"),
     Mutant("sample_draws_from_a_short_window", "F6", (("ids.gather(1, inverse_cdf(cs, total, u, e))[:, 0]",
                                                        "ids.gather(1, inverse_cdf(cs[:, :8], cs[:, :8][:, -1:], u, e[:, :8]))[:, 0]"),
                                                       ("inverse_cdf(cs, total, self._uniforms(req_ids, params, x.device), e)",
