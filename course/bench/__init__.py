@@ -3,6 +3,7 @@
     python -m course.bench p08                  # seed 004's case + the sweep (about 3-5 min on 2 CPU cores)
     python -m course.bench p08 --quick          # small sizes, a few seconds
     python -m course.bench p08 --markdown       # the table as Markdown (for docs/benchmark.md)
+    python -m course.bench p08 --counts         # only the ops / syncs / uploads per call (no timing; noise-free)
     python -m course.bench p08 --device cuda --png bench_out/p08.png
 
 Every method samples the same batch in the same run; the table gives the median ms per call and the ratio to
@@ -173,6 +174,14 @@ def run_case(name="seed 004: k40 p.9", batch=64, vocab=50257, mix="seed004", sha
     return result
 
 
+def count_case(name, batch, vocab, mix, shape, methods=METHODS):
+    """run_case without the timing: {'name', 'B', 'V', 'logits', 'counts': {method: Counts}}."""
+    logits = make_logits(batch, vocab, shape)
+    req_ids, params, prev = make_batch(batch, vocab, mix)
+    fns = method_fns(logits, req_ids, params, prev, [m for m in methods if m != "floor"])
+    return {"name": name, "B": batch, "V": vocab, "mix": mix, "logits": shape, "counts": opcount.count_methods(fns)}
+
+
 def format_table(results, methods=METHODS, markdown=False):
     """The results as a table (100 columns, or Markdown): median ms and (ratio to the fast path) per method."""
     if markdown:
@@ -251,6 +260,8 @@ def main(argv=None):
                         help="instead of timing: a continuous-batching soak of both samplers (default 20000 steps)")
     parser.add_argument("--repeat", type=int, default=None, help="max timed runs per method (default 20, quick 5)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--counts", action="store_true",
+                        help="only count torch ops, host syncs and uploads per call (no timing: noise-free)")
     parser.add_argument("--threads", type=int, metavar="N",
                         help="torch CPU threads for every method (default: torch's, one per core); on a busy machine "
                              "1 keeps a method from waiting for a descheduled thread")
@@ -266,6 +277,12 @@ def main(argv=None):
                  for name in ("reference", "fast")]
         return max(codes)
     cases = QUICK_CASES if args.quick else CASES
+    if args.counts:
+        results = [count_case(*case) for case in cases]
+        print(format_counts(results, markdown=args.markdown))
+        print("per sample() call: torch ops / host syncs / uploads of Python data "
+              "(torch.profiler; the same on any CPU for one torch version)")
+        return 0
     repeat = args.repeat or (5 if args.quick else 20)
     budget = 0.3 if args.quick else 2.0
     print(f"p08 benchmark on {_machine(args.device)}, torch {torch.__version__}, "
@@ -284,7 +301,8 @@ def main(argv=None):
     print(format_table(results, markdown=args.markdown))
     print(f"median ms per sample() call, (xN) = N times the fast path; {time.perf_counter() - start:.0f} s\n")
     print(format_counts(results, markdown=args.markdown))
-    print("per sample() call: torch ops / host syncs / uploads of Python data (torch.profiler; the same on any CPU)")
+    print("per sample() call: torch ops / host syncs / uploads of Python data "
+          "(torch.profiler; the same on any CPU for one torch version)")
     if args.png:
         save_png(results, args.png)
         print(f"chart: {args.png}")
