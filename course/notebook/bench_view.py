@@ -47,25 +47,43 @@ def explain_losses(results, lang="zh") -> str:
     return " ".join(lines)
 
 
+def _ms(t) -> str:
+    """Three significant digits at most: 314, 37.3, 3.24, 0.09."""
+    return f"{t:.0f}" if t >= 100 else f"{t:.1f}" if t >= 10 else f"{t:.2f}"
+
+
+def _ratio(r) -> str:
+    return f"{r:.0f}" if r >= 10 else f"{r:.2g}"
+
+
+CELL = "padding:2px 4px;text-align:right;white-space:nowrap"   # one line per cell, whatever the page width
+
+
 def results_html(results, lang="zh", methods=METHODS) -> str:
-    """An HTML table: one row per case, median ms per method with (x ratio to the fast path); the fast path's
-    column in bold; a cell where a real sampler beats the fast path is shaded."""
-    head = [pick(lang, "场景", "case"), "B", "V", "logits"] + [pick(lang, *LABELS[m]) for m in methods]
+    """A compact HTML table: one row per case, median ms per method with (x ratio to the fast path); the fast
+    path's column in bold; a cell where a real sampler beats the fast path is shaded. Cells never wrap: a page too
+    narrow for the table scrolls it sideways."""
+    head = [pick(lang, "场景", "case"), "B×V", "logits"] + [pick(lang, *LABELS[m]) for m in methods]
     rows = []
     for r in results:
-        cells = [html.escape(r["name"]), str(r["B"]), str(r["V"]), html.escape(r["logits"])]
+        cells = [html.escape(r["name"]), f"{r['B']}×{r['V']}", html.escape(r["logits"])]
         for m in methods:
             t = r["ms"].get(m)
             if t is None:
                 cells.append("-")
                 continue
             ratio = r["ratio"][m]
-            text = f"{t:.2f} ms <span style='color:#666'>(x{ratio:.2g})</span>"
+            text = f"{_ms(t)} <span style='color:#666'>×{_ratio(ratio)}</span>"
             if m == "fast":
-                text = f"<b>{t:.2f} ms</b>"
+                text = f"<b>{_ms(t)}</b>"
             elif m != "floor" and ratio < 1:
                 text = f"<span style='background:#fde2c4'>{text}</span>"
             cells.append(text)
-        rows.append("<tr>" + "".join(f"<td style='text-align:right'>{c}</td>" for c in cells) + "</tr>")
-    return ("<table style='font-size:12px'><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) +
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+        rows.append("<tr>" + "".join(f"<td style='{CELL}'>{c}</td>" for c in cells) + "</tr>")
+    caption = pick(lang, "每格：中位数 ms，×N = 相对快速路径的倍数；底色 = 比快速路径快的真实写法",
+                   "each cell: median ms, ×N = relative to the fast path; shaded = a real sampler faster than the fast path")
+    return ("<div style='overflow-x:auto'><table style='font-size:11px;table-layout:auto;width:auto;margin:0 0 4px'>"
+            f"<caption style='caption-side:bottom;text-align:left;font-size:11px;color:#666'>{caption}</caption>"
+            "<thead><tr>" + "".join(f"<th style='padding:2px 4px;text-align:right;vertical-align:bottom'>"
+                                    f"{html.escape(h)}</th>" for h in head) +
+            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")

@@ -35,10 +35,20 @@ def _peer_params(rng):
     return SamplingParams(seed=rng.choice([None, 7, rng.randrange(100)]), temperature=rng.choice([0.7, 1.0, 1.3]))
 
 
+def peer_label(req_id, params) -> str:
+    """'peer2 (seed 41, T 0.7)': a peer as the sampler saw it (ids are reused, so the name alone says little)."""
+    seed = "-" if params.seed is None else params.seed
+    return f"{req_id} (seed {seed}, T {params.temperature:g})"
+
+
 def invariance_runs(module, mix_seeds, steps=8, vocab=12) -> dict:
-    """{'right'|'wrong': {'alone': tokens, 'mixed': [{'seed', 'tokens', 'batches'}]}}: module.Sampler vs the
-    shared machine."""
+    """{'right'|'wrong': {'alone': tokens, 'mixed': [{'seed', 'tokens', 'batches', 'peers'}]}}: module.Sampler vs
+    the shared machine. 'peers' lists every peer that shared a batch with q, with its params (peer_label)."""
+    seen = []
+
     def sample(sampler, logits, ids, params, prev):
+        if TARGET[0] in ids:                                                     # peers beside q, as sampled
+            seen.extend(peer_label(r, p) for r, p in zip(ids, params) if r != TARGET[0])
         return sampler.sample(logits, ids, params, prev)
 
     req_id, params, row_seed = TARGET
@@ -49,7 +59,9 @@ def invariance_runs(module, mix_seeds, steps=8, vocab=12) -> dict:
         runs = []
         for seed in mix_seeds:
             log = []
+            seen.clear()
             tokens = drive.mixed(make, sample, [TARGET], steps, vocab, "cpu", traffic, seed=seed, log=log)[req_id]
-            runs.append({"seed": seed, "tokens": tokens, "batches": [ids for _, ids in log]})
+            runs.append({"seed": seed, "tokens": tokens, "batches": [ids for _, ids in log],
+                         "peers": list(dict.fromkeys(seen))})
         out[label] = {"alone": alone, "mixed": runs}
     return out

@@ -26,26 +26,42 @@ def unfinished(module) -> list:
     return todo
 
 
-def choose_impl(use_reference: bool, lang: str = "zh", mine_path=None):
-    """(module, note): the learner's mine/p08_sampler.py, or the reference while mine is a stub (the note says so)."""
+def resolve_impl(use_reference: bool, lang: str = "zh", mine_path=None) -> dict:
+    """{'module', 'note', 'stand_in'}: the learner's mine/p08_sampler.py, or the reference (when asked for, or while
+    mine is a stub or cannot be imported). stand_in is None when the module is the one asked for, else a short
+    reason the reference stands in for mine."""
     problem = get("p08")
     reference = load_module(problem.path("solution"), "reference")
     if use_reference:
-        return reference, pick(lang, f"展示参考解 {problem.solution}", f"showing the reference {problem.solution}")
+        return {"module": reference, "stand_in": None,
+                "note": pick(lang, f"展示参考解 {problem.solution}", f"showing the reference {problem.solution}")}
     path = mine_path or problem.path("stub")
     try:
         mine = load_module(path, "mine")
     except Exception as error:
-        return reference, pick(lang, f"{relpath(path)} 无法导入（{type(error).__name__}: {error}），先展示参考解",
-                               f"{relpath(path)} cannot be imported ({type(error).__name__}: {error}); showing the reference")
+        return {"module": reference,
+                "stand_in": pick(lang, f"{relpath(path)} 无法导入（{type(error).__name__}）",
+                                 f"{relpath(path)} cannot be imported ({type(error).__name__})"),
+                "note": pick(lang, f"{relpath(path)} 无法导入（{type(error).__name__}: {error}），先展示参考解",
+                             f"{relpath(path)} cannot be imported ({type(error).__name__}: {error}); showing the reference")}
     todo = unfinished(mine)
     if todo:
-        return reference, pick(
-            lang, f"{relpath(path)} 还是桩代码（未实现：{', '.join(todo)}），下面展示的是参考解 {problem.solution}；"
-                  f"实现之后重新运行即可看到你自己的代码",
-            f"{relpath(path)} is still a stub (not implemented: {', '.join(todo)}); showing the reference "
-            f"{problem.solution} instead. Re-run once yours is done to see your own code")
-    return mine, pick(lang, f"展示你的实现 {relpath(path)}", f"showing your implementation {relpath(path)}")
+        return {"module": reference,
+                "stand_in": pick(lang, f"{relpath(path)} 还是桩代码（未实现：{', '.join(todo)}）",
+                                 f"{relpath(path)} is still a stub (not implemented: {', '.join(todo)})"),
+                "note": pick(
+                    lang, f"{relpath(path)} 还是桩代码（未实现：{', '.join(todo)}），下面展示的是参考解 {problem.solution}；"
+                          f"实现之后重新运行即可看到你自己的代码",
+                    f"{relpath(path)} is still a stub (not implemented: {', '.join(todo)}); showing the reference "
+                    f"{problem.solution} instead. Re-run once yours is done to see your own code")}
+    return {"module": mine, "stand_in": None,
+            "note": pick(lang, f"展示你的实现 {relpath(path)}", f"showing your implementation {relpath(path)}")}
+
+
+def choose_impl(use_reference: bool, lang: str = "zh", mine_path=None):
+    """(module, note): the learner's mine/p08_sampler.py, or the reference while mine is a stub (the note says so)."""
+    chosen = resolve_impl(use_reference, lang, mine_path)
+    return chosen["module"], chosen["note"]
 
 
 def impl_label(module, lang="zh") -> str:

@@ -1,20 +1,22 @@
 """Panel 1 of the P08 notebook: sliders and a row picker redrawing the distribution before/after filtering.
 
 build_ui() -> (widgets, figure). `fig._p08_state` holds what was computed, `fig._p08_artists` what was drawn,
-so tests set slider values without a kernel and assert on the plotted data.
+so tests set slider values without a kernel and assert on the plotted data. The mine/reference toggle always
+shows the code that runs: while mine/p08_sampler.py is a stub, it moves to the reference and the note says why.
 """
 import ipywidgets as W
 import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from course.notebook.impl_choice import choose_impl, impl_label
+from course.notebook.impl_choice import impl_label, resolve_impl
 from course.lang import pick
+from course.notebook.layout import panel_box, slider_sizes
 from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
 from course.sampling_params import GREEDY_TEMPERATURE
 
 WORKED_PROBS = [0.5, 0.25, 0.15, 0.1]   # the seed page's worked example
-WIDE = {"description_width": "initial"}  # labels such as "temperature" are never cut
+WIDE = {"description_width": "initial"}  # a dropdown's or text box's label is never cut
 
 
 def preset_rows() -> dict:
@@ -105,8 +107,9 @@ def _numbers(text, kind):
     return [kind(x) for x in text.replace("，", ",").split(",") if x.strip()]
 
 
-def build_ui(lang="zh", use_reference=False):
-    """(widgets, figure): sliders + row picker redrawing the before/after bars and the cumulative curve."""
+def build_ui(lang="zh", use_reference=False, mine_path=None):
+    """(widgets, figure): sliders + row picker redrawing the before/after bars and the cumulative curve.
+    mine_path: the learner's file (default mine/p08_sampler.py)."""
     rows = preset_rows()
     w = {"row": W.Dropdown(options=[(pick(lang, "讲义例子 [0.5, 0.25, 0.15, 0.1]", "worked example [0.5, 0.25, 0.15, 0.1]"), "worked"),
                                     (pick(lang, "尖峰（Zipf 形）", "peaked (Zipf-like)"), "zipf"),
@@ -115,12 +118,13 @@ def build_ui(lang="zh", use_reference=False):
          "custom": W.Text(value="2.0, 1.2, 0.8, 0.3, -0.5, -1.0", description=pick(lang, "自定义", "your own"),
                           placeholder=pick(lang, "逗号分隔的 logits", "comma-separated logits"), style=WIDE),
          "prev_tokens": W.Text(value="0", description=pick(lang, "历史 token", "prev tokens"), style=WIDE),
-         "temperature": W.FloatSlider(value=1.0, min=0.0, max=3.0, step=0.05, description="temperature", style=WIDE),
-         "top_k": W.IntSlider(value=3, min=-1, max=4, description="top_k", style=WIDE),
-         "top_p": W.FloatSlider(value=0.6, min=0.01, max=1.0, step=0.01, description="top_p", style=WIDE),
-         "penalty": W.FloatSlider(value=1.0, min=0.5, max=3.0, step=0.05, description="penalty", style=WIDE),
+         "temperature": W.FloatSlider(value=1.0, min=0.0, max=3.0, step=0.05, description="temperature", **slider_sizes()),
+         "top_k": W.IntSlider(value=3, min=-1, max=4, description="top_k", **slider_sizes()),
+         "top_p": W.FloatSlider(value=0.6, min=0.01, max=1.0, step=0.01, description="top_p", **slider_sizes()),
+         "penalty": W.FloatSlider(value=1.0, min=0.5, max=3.0, step=0.05, description="penalty", **slider_sizes()),
          "use_reference": W.ToggleButtons(options=[(pick(lang, "我的 mine/", "mine/"), False),
-                                                   (pick(lang, "参考解", "reference"), True)], value=bool(use_reference)),
+                                                   (pick(lang, "参考解", "reference"), True)], value=bool(use_reference),
+                                          style={"button_width": "auto"}),
          "note": W.HTML(), "image": W.Image(format="png")}
     fig = Figure(figsize=(11, 3.8), layout="constrained")
     fig.subplots(1, 2)
@@ -128,8 +132,16 @@ def build_ui(lang="zh", use_reference=False):
     busy = [False]
 
     def load(_=None):
-        impl["module"], impl["note"] = choose_impl(w["use_reference"].value, lang)
-        impl["label"] = impl_label(impl["module"], lang)
+        chosen = resolve_impl(w["use_reference"].value, lang, mine_path)
+        impl["module"], impl["note"] = chosen["module"], chosen["note"]
+        impl["label"] = f"<i>{impl_label(impl['module'], lang)}</i>"
+        if chosen["stand_in"]:        # mine cannot run yet: the toggle shows what runs, the note says why
+            impl["label"] += "<div style='line-height:1.4'>" + pick(
+                lang, f"{chosen['stand_in']}，所以切到了参考解；实现之后重新运行这个单元。",
+                f"{chosen['stand_in']}, so the toggle is on the reference; re-run this cell once yours is done.") + "</div>"
+            w["use_reference"].unobserve(load, names="value")
+            w["use_reference"].value = True
+            w["use_reference"].observe(load, names="value")
         redraw()
 
     def redraw(_=None):
@@ -149,17 +161,17 @@ def build_ui(lang="zh", use_reference=False):
                                  w["penalty"].value, prev)
             draw_filter(fig, steps, lang)
             w["image"].value = render_png(fig)
-            w["note"].value = f"<i>{impl['label']}</i>"
+            w["note"].value = impl["label"]
         except Exception as error:  # a parse error or the learner's own bug: say it, keep the last picture
-            w["note"].value = f"<i>{impl['label']}</i><br><b style='color:#c00'>{type(error).__name__}: {error}</b>"
+            w["note"].value = f"{impl['label']}<br><b style='color:#c00'>{type(error).__name__}: {error}</b>"
         finally:
             busy[0] = False
 
     for name in ("row", "custom", "prev_tokens", "temperature", "top_k", "top_p", "penalty"):
         w[name].observe(redraw, names="value")
     w["use_reference"].observe(load, names="value")
-    w["panel"] = W.VBox([W.HBox([w["row"], w["custom"]]), W.HBox([w["temperature"], w["top_k"]]),
-                         W.HBox([w["top_p"], w["penalty"]]), W.HBox([w["prev_tokens"], w["use_reference"]]),
-                         w["note"], w["image"]])
+    w["panel"] = panel_box([W.HBox([w["row"], w["custom"]]), W.HBox([w["temperature"], w["top_k"]]),
+                            W.HBox([w["top_p"], w["penalty"]]), W.HBox([w["prev_tokens"], w["use_reference"]]),
+                            w["note"], w["image"]], lang)
     load()
     return w, fig

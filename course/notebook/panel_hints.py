@@ -3,6 +3,7 @@ import ipywidgets as W
 
 from course import hints, state
 from course.lang import pick
+from course.notebook.layout import panel_box
 
 
 def hint_buttons(problem="p08", lang="zh"):
@@ -12,7 +13,7 @@ def hint_buttons(problem="p08", lang="zh"):
     buttons = [W.Button(description=pick(lang, f"提示 L{n}", f"hint L{n}")) for n in hints.LEVELS]
     confirm = W.Button(description=pick(lang, "确定，显示答案", "yes, show the answers"), button_style="warning",
                        layout=W.Layout(width="auto", display="none"))
-    box = W.VBox([W.HBox(buttons + [confirm]), out])
+    box = panel_box([W.HBox(buttons + [confirm]), out], lang)
     box._p08_state = {"revealed": [], "text": "", "asked": False}
 
     def show(text):

@@ -1,5 +1,7 @@
 """Panel 2 of the P08 notebook: request q (seed 7) alone vs inside shuffled, changing batches, for the
-learner's sampler and for a shared-generator sampler that is wrong on purpose (course/notebook/demo_samplers.py)."""
+learner's sampler and for a shared-generator sampler that is wrong on purpose (course/notebook/demo_samplers.py).
+Each click runs new mixes (the run counter moves the mixes' seeds on), so the peers listed under the button, each
+with its own seed and temperature, change from run to run."""
 import ipywidgets as W
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -7,12 +9,18 @@ from matplotlib.figure import Figure
 from course.notebook.demo_samplers import invariance_runs
 from course.notebook.impl_choice import choose_impl, impl_label
 from course.lang import pick
+from course.notebook.layout import panel_box
 from course.notebook.plotting import fig_text, render_png
 
 
 def peers_of(run) -> list:
-    """The peers (req ids other than q) that shared at least one batch with q in one mixed run."""
-    return sorted({r for batch in run["batches"] for r in batch if r != "q"})
+    """The peers that shared at least one batch with q in one mixed run, each with its params: 'peer2 (seed 41, T 0.7)'."""
+    return run["peers"]
+
+
+def mix_seeds(run_number, mixes) -> list:
+    """The seeds of run n's mixes: every run draws new peers, and run n is the same on every machine."""
+    return list(range((run_number - 1) * mixes, run_number * mixes))
 
 
 def draw_invariance(fig, data, lang, run_number=1) -> None:
@@ -44,24 +52,23 @@ def build_invariance_panel(lang="zh", use_reference=False, steps=8, vocab=12, mi
     w = {"again": W.Button(description=pick(lang, "换一批同伴再跑一次", "run again with another batch mix"),
                            layout=W.Layout(width="auto")),
          "note": W.HTML(), "image": W.Image(format="png")}
-    first, runs = [0], [0]
+    runs = [0]
 
     def run(_=None):
-        seeds = list(range(first[0], first[0] + mixes))
-        first[0] += mixes
         runs[0] += 1
-        data = invariance_runs(module, seeds, steps, vocab)
+        data = invariance_runs(module, mix_seeds(runs[0], mixes), steps, vocab)
         draw_invariance(fig, data, lang, runs[0])
         w["image"].value = render_png(fig)
         verdict = {k: sum(r["tokens"] != data[k]["alone"] for r in data[k]["mixed"]) for k in data}
-        peers = "; ".join(f"mix {r['seed']}: {', '.join(peers_of(r)) or '-'}" for r in data["right"]["mixed"])
+        lines = [f"mix {r['seed']} · B " + " ".join(str(len(b)) for b in r["batches"]) + " · " +
+                 pick(lang, "同伴 ", "peers ") + (", ".join(peers_of(r)) or "-") for r in data["right"]["mixed"]]
         w["note"].value = (f"<i>{impl_label(module, lang)}</i><br><b>" + pick(lang, f"第 {runs[0]} 次运行", f"run {runs[0]}") +
-                           "</b> · " + pick(lang, f"同伴 {peers}", f"peers {peers}") + "<br>" + pick(
+                           "</b> · " + pick(
             lang, f"正确做法：{verdict['right']}/{mixes} 次混合与单独不同；公用 generator：{verdict['wrong']}/{mixes} 次不同",
             f"right sampler: {verdict['right']}/{mixes} mixes differ from alone; shared generator: "
-            f"{verdict['wrong']}/{mixes} differ"))
+            f"{verdict['wrong']}/{mixes} differ") + "<div style='font-size:90%;line-height:1.4'>" + "<br>".join(lines) + "</div>")
 
     w["again"].on_click(run)
-    w["panel"] = W.VBox([w["again"], w["note"], w["image"]])
+    w["panel"] = panel_box([w["again"], w["note"], w["image"]], lang)
     run()
     return w, fig

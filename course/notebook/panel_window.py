@@ -12,6 +12,7 @@ import torch
 from matplotlib.figure import Figure
 
 from course.lang import pick
+from course.notebook.layout import panel_box, slider_sizes
 from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
 
 WINDOW, GROW, SORT_FRACTION = 64, 8, 8   # the solution's defaults at the time of writing
@@ -133,9 +134,9 @@ def build_window_panel(lang="zh"):
                                     (pick(lang, "长尾（α = 1.25）", "heavy tail (alpha 1.25)"), "heavy"),
                                     (pick(lang, "平坦", "flat"), "flat")], value="peaked",
                            description=pick(lang, f"logits 行（V = {VOCAB}）", f"row (V = {VOCAB})"), style=WIDE),
-         "temperature": W.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.05, description="temperature", style=WIDE),
-         "top_k": W.IntSlider(value=40, min=-1, max=400, description="top_k (-1 off)", style=WIDE),
-         "top_p": W.FloatSlider(value=0.9, min=0.05, max=1.0, step=0.01, description="top_p", style=WIDE),
+         "temperature": W.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.05, description="temperature", **slider_sizes()),
+         "top_k": W.IntSlider(value=40, min=-1, max=400, description="top_k (-1 off)", **slider_sizes()),
+         "top_p": W.FloatSlider(value=0.9, min=0.05, max=1.0, step=0.01, description="top_p", **slider_sizes()),
          "note": W.HTML(), "image": W.Image(format="png")}
     fig = Figure(figsize=(11, 3.8), layout="constrained")
     fig.subplots(1, 2)
@@ -148,6 +149,7 @@ def build_window_panel(lang="zh"):
 
     for name in ("row", "temperature", "top_k", "top_p"):
         w[name].observe(redraw, names="value")
-    w["panel"] = W.VBox([W.HBox([w["row"], w["temperature"]]), W.HBox([w["top_k"], w["top_p"]]), w["note"], w["image"]])
+    w["panel"] = panel_box([W.HBox([w["row"], w["temperature"]]), W.HBox([w["top_k"], w["top_p"]]), w["note"],
+                            w["image"]], lang)
     redraw()
     return w, fig

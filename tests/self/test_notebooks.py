@@ -16,7 +16,7 @@ from matplotlib.colors import to_rgba  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 from course import hints, oracle, problems  # noqa: E402
-from course.notebook import nbstrip  # noqa: E402
+from course.notebook import nbstrip, panel_invariance  # noqa: E402
 from course.notebook import widgets as cw  # noqa: E402
 from course.loader import load_module  # noqa: E402
 from course.sampling_params import SamplingParams  # noqa: E402
@@ -179,19 +179,60 @@ def test_panel_reports_bad_input_and_keeps_the_last_picture(panel):
     assert "prev tokens must be in [0, 2)" in w["note"].value and fig._p08_state is drawn
 
 
-def test_panel_on_the_untouched_stub_shows_the_reference_and_names_it_briefly():
-    """The long 'still a stub' note is printed once by the notebook; a panel only names the file it shows."""
+def test_panel_toggle_moves_to_the_reference_while_mine_is_a_stub_and_says_why():
+    """The toggle is true to the code that runs: asked for mine/ while it is a stub, it shows the reference."""
     w, fig = cw.build_ui(lang="en", use_reference=False)
-    assert "code: solutions/p08_sampler.py" in w["note"].value and "stub" not in w["note"].value
-    assert_panel_matches_oracle(w, fig, cw.preset_rows()["worked"].tolist())
-    w["use_reference"].value = True
+    assert w["use_reference"].value is True
     assert "code: solutions/p08_sampler.py" in w["note"].value
+    assert "mine/p08_sampler.py is still a stub (not implemented: apply_repetition_penalty" in w["note"].value
+    assert "the toggle is on the reference" in w["note"].value
+    assert_panel_matches_oracle(w, fig, cw.preset_rows()["worked"].tolist())
+    w["use_reference"].value = False                              # a click on mine/: still a stub
+    assert w["use_reference"].value is True and "still a stub" in w["note"].value
+    assert_panel_matches_oracle(w, fig, cw.preset_rows()["worked"].tolist())
+    zh, _ = cw.build_ui(lang="zh", use_reference=False)
+    assert zh["use_reference"].value is True and "还是桩代码" in zh["note"].value and "切到了参考解" in zh["note"].value
+    chosen, _ = cw.build_ui(lang="en", use_reference=True)       # the reference on purpose: no reason given
+    assert chosen["use_reference"].value is True and "stub" not in chosen["note"].value
 
 
-def test_slider_labels_are_never_cut():
+def test_panel_toggle_runs_the_learners_code_once_it_is_done(tmp_path):
+    done = write_variant(tmp_path, "finished")
+    w, fig = cw.build_ui(lang="en", use_reference=False, mine_path=done)
+    assert w["use_reference"].value is False
+    assert f"code: {done}" in w["note"].value and "stub" not in w["note"].value
+    w["use_reference"].value = True
+    assert "code: solutions/p08_sampler.py" in w["note"].value and "stub" not in w["note"].value
+    w["use_reference"].value = False
+    assert w["use_reference"].value is False and f"code: {done}" in w["note"].value
+    assert_panel_matches_oracle(w, fig, cw.preset_rows()["worked"].tolist())
+
+
+def test_slider_tracks_line_up_and_text_labels_are_never_cut():
+    """Every slider has one description width and one width (so one track length); a dropdown's or a text box's
+    label takes the width it needs. The browser test measures both on the page."""
     w, _ = cw.build_ui(lang="en", use_reference=True)
-    for name in ("temperature", "top_k", "top_p", "penalty", "row", "prev_tokens"):
-        assert w[name].style.description_width == "initial", name
+    window, _ = cw.build_window_panel("en")
+    sliders = [w[n] for n in ("temperature", "top_k", "top_p", "penalty")] + \
+              [window[n] for n in ("temperature", "top_k", "top_p")]
+    assert {(s.style.description_width, s.layout.width) for s in sliders} == \
+        {(cw.slider_sizes()["style"]["description_width"], cw.slider_sizes()["layout"].width)}
+    for widget in (w["row"], w["custom"], w["prev_tokens"], window["row"]):
+        assert widget.style.description_width == "initial", widget.description
+
+
+def test_every_panel_carries_a_note_shown_only_while_it_is_not_live():
+    """A panel reopened from saved widget state (or after a kernel restart) looks alive; its first child says it
+    is not, shown by CSS only on a view ipywidgets marks 'jupyter-widgets-disconnected'."""
+    panels = [cw.build_ui("en", True)[0]["panel"], cw.build_invariance_panel("en", True, steps=4, mixes=1)[0]["panel"],
+              cw.build_window_panel("en")[0]["panel"], cw.hint_buttons("p08", "en")]
+    for panel in panels:
+        note = panel.children[0]
+        assert "p08-panel" in panel._dom_classes and "p08-stale" in note._dom_classes
+        assert "Run All Cells" in note.value and "not connected to a running kernel" in note.value
+        assert ".p08-stale { display: none !important; }" in note.value
+        assert ".p08-stale.jupyter-widgets-disconnected { display: flex !important; }" in note.value
+    assert "重新运行" in cw.stale_note("zh").value
 
 
 # ---- choose_impl: the learner's code when it exists, the reference while it is a stub -------------
@@ -252,6 +293,7 @@ def test_filter_steps_with_the_reference_agree_with_the_oracle(row, kwargs):
 # ---- (c) the batch-invariance panel -------------------------------------------------------------
 def test_invariance_panel_right_sampler_matches_alone_shared_generator_diverges():
     w, fig = cw.build_invariance_panel(lang="en", use_reference=False, steps=6, mixes=2)
+    listed = []
     for click in range(2):
         data = fig._p08_state
         assert [r["seed"] for r in data["right"]["mixed"]] == [2 * click, 2 * click + 1]
@@ -261,9 +303,24 @@ def test_invariance_panel_right_sampler_matches_alone_shared_generator_diverges(
         assert "right sampler: 0/2 mixes differ" in w["note"].value
         assert f"run {click + 1}" in w["note"].value and data["run"] == click + 1
         assert f"run {click + 1} ·" in invariance_title(fig)                 # the picture says which run it is
-        peers = {p for r in data["right"]["mixed"] for b in r["batches"] for p in b if p != "q"}
-        assert peers and all(p in w["note"].value for p in peers)
+        for r in data["right"]["mixed"]:                                      # the peers q really met, listed
+            met = {p for b in r["batches"] if "q" in b for p in b if p != "q"}
+            assert {p.split(" (")[0] for p in r["peers"]} == met
+            assert f"mix {r['seed']} · B " in w["note"].value and ", ".join(r["peers"]) in w["note"].value
+        listed.append({p for r in data["right"]["mixed"] for p in r["peers"]})
         w["again"].click()
+    assert listed[0] != listed[1]                                             # every run draws new peers
+
+
+def test_invariance_panel_peers_carry_their_params_and_change_every_run():
+    w, fig = cw.build_invariance_panel(lang="en", use_reference=True, steps=6, mixes=3)
+    runs = []
+    for _ in range(3):
+        runs.append([tuple(r["peers"]) for r in fig._p08_state["right"]["mixed"]])
+        w["again"].click()
+    assert all(p.count("(seed ") == 1 and ", T " in p for run in runs for mix in run for p in mix)
+    assert len({mix for run in runs for mix in run}) == 9                    # nine mixes, nine peer lists
+    assert panel_invariance.mix_seeds(1, 3) == [0, 1, 2] and panel_invariance.mix_seeds(2, 3) == [3, 4, 5]
 
 
 def invariance_title(fig):
@@ -293,7 +350,7 @@ def test_hint_buttons_reveal_that_levels_file_and_record_it(problem, lang, tmp_p
     state_file = tmp_path / "state.json"
     monkeypatch.setenv("COURSE_STATE", str(state_file))
     box = cw.hint_buttons(problem, lang)
-    buttons, out = box.children[0].children, box.children[1]
+    buttons, out = box.children[-2].children, box.children[-1]
     buttons, confirm = buttons[:3], box._p08_buttons["confirm"]
     assert [b.description[-2:] for b in buttons] == ["L1", "L2", "L3"] and out.outputs == ()
     assert confirm.layout.display == "none"

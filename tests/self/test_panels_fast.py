@@ -1,5 +1,7 @@
 """The fast-path notebook's panel (window, kept prefix, widen / fall back), the power-of-two bucket
 illustration, and the benchmark's HTML table: driven without a kernel, checked against the P08 reference."""
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -86,8 +88,13 @@ def test_benchmark_html_table_and_the_sentence_for_a_loss():
     results = [result("seed 004", {"reference": 9.0, "full_sort": 8.0, "blog": 0.5, "fast": 1.0, "floor": 0.1}),
                result("top-p only", {"reference": 3.0, "full_sort": 1.9, "blog": 2.5, "fast": 2.0, "floor": 0.1})]
     table = cw.results_html(results, "en")
-    assert table.startswith("<table") and table.count("<tr>") == 3 and "<b>1.00 ms</b>" in table
+    assert "<table" in table and table.count("<tr>") == 3 and "<b>1.00</b>" in table and "8×4096" in table
     assert table.count("background") == 2                     # blog in case 1, full sort in case 2
+    assert "9.00 <span style='color:#666'>×9</span>" in table and "0.50 <span style='color:#666'>×0.5</span>" in table
+    cells = re.findall(r"<td style='([^']*)'>", table)
+    assert len(cells) == 2 * 8 and all("white-space:nowrap" in c for c in cells)   # one line per cell
+    assert "overflow-x:auto" in table                          # too narrow a page scrolls the table instead
+    assert "median ms" in table
     assert [(r["name"], m) for r, m in cw.losing_cases(results)] == [("seed 004", "blog"), ("top-p only", "full_sort")]
     text = cw.explain_losses(results, "en")
     assert "blog (buggy) was faster in seed 004" in text and "full sort was faster in top-p only" in text
