@@ -1,11 +1,14 @@
-"""A real-browser smoke test: JupyterLab on 127.0.0.1, headless Chromium driven by Playwright.
+"""A real-browser smoke test: JupyterLab on 127.0.0.1, headless Chromium driven by Playwright, 1024 px wide.
 
 Both notebooks (the sampler in Chinese, the fast path in English) run all their cells; a slider moves, the
 re-run and hint buttons are clicked, the plots must change, and the browser console must stay free of
-errors. Then the notebook is saved, its kernel shut down and the page reloaded: with the widget-state
-setting (course/notebook/notebook_setup.py) the panels come back instead of "Error displaying widget".
+errors. The page is checked at that width: printed output never breaks inside a token, benchmark cells stay on
+one line, slider tracks have one length and their labels are whole. The mine/ toggle stays on the reference
+while mine/ is a stub. Saving leaves `git status` clean (the save hook, course/notebook/save_hook.py, enabled
+as notebook_setup does); a restarted kernel, then a reload, leave the panels on screen (the widget-state
+setting) each saying it is not live, until the notebook runs again; a real source edit then shows as modified.
 Needs Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and `pip install playwright`; skipped, naming
-what is missing, otherwise. The notebooks run on copies in a temporary folder: the repo stays clean.
+what is missing, otherwise. The notebooks run on copies in a temporary git repo: the course repo stays clean.
 Screenshots go to $COURSE_SCREENSHOTS when set.
 """
 import json
@@ -21,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from course.notebook import notebook_setup
 from course.problems import ROOT
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -36,6 +40,16 @@ missing = [what for what, ok in (("playwright (pip install playwright)", sync_pl
            if not ok]
 pytestmark = pytest.mark.skipif(bool(missing), reason="browser test needs " + " and ".join(missing))
 RUN_TIMEOUT_MS = 240_000
+WIDTH = 1024                     # a small laptop: where tables wrapped and printed numbers broke
+
+
+def git(work, *args):
+    return subprocess.run(["git", "-C", str(work), "-c", "user.name=course", "-c", "user.email=course@localhost",
+                           "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, check=True).stdout
+
+
+def status(work, path):
+    return git(work, "status", "--porcelain", "--untracked-files=no", "--", path)
 
 
 def free_port():
@@ -46,20 +60,32 @@ def free_port():
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A JupyterLab on a copy of notebooks/ (code and data linked from the repo); yields (base url, token)."""
+    """A JupyterLab on a copy of notebooks/ (code and data linked from the repo) in a git repo with the nbstrip
+    filter and the save hook installed as notebook_setup installs them; yields (base url, token, work folder)."""
     work = tmp_path_factory.mktemp("lab")
     for name in ("course", "course.toml", "solutions", "mine", "hints", "tests"):
         (work / name).symlink_to(ROOT / name)
     shutil.copytree(ROOT / "notebooks", work / "notebooks")
+    shutil.copy(ROOT / ".gitattributes", work / ".gitattributes")
+    git(work, "init", "-q")
+    assert notebook_setup.git_filter(work)
+    git(work, "add", ".gitattributes", "notebooks")
+    git(work, "commit", "-qm", "the course's notebooks")
+    notebook_setup.save_hook_config(work / ".jupyter")              # the server extension, as in etc/jupyter
     settings = work / ".settings" / "@jupyter-widgets" / "jupyterlab-manager"
     settings.mkdir(parents=True)
     (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"saveState": True}))  # = notebook_setup's
     tracker = work / ".settings" / "@jupyterlab" / "notebook-extension"
     tracker.mkdir(parents=True)
     (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))  # every cell in the DOM
+    news = work / ".settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))  # no news popup
     port, token = free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(work / ".settings"), JUPYTERLAB_WORKSPACES_DIR=str(work / ".ws"),
-               JUPYTER_RUNTIME_DIR=str(work / ".runtime"), COURSE_STATE=str(work / "state.json"), MPLBACKEND="module://matplotlib_inline.backend_inline")
+               JUPYTER_RUNTIME_DIR=str(work / ".runtime"), JUPYTER_CONFIG_DIR=str(work / ".jupyter"),
+               COURSE_STATE=str(work / "state.json"), MPLBACKEND="module://matplotlib_inline.backend_inline",
+               PYTHONPATH=str(ROOT))                      # what notebook_setup's course_root.pth gives the server
     log = open(work / "lab.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
                              f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
@@ -78,7 +104,7 @@ def lab(tmp_path_factory):
                 time.sleep(0.5)
         else:
             pytest.fail("JupyterLab did not start: " + (work / "lab.log").read_text()[-2000:])
-        yield base, token
+        yield base, token, work
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -101,11 +127,16 @@ def shot(page, name):
 
 
 def open_notebook(browser, base, token, path, errors):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": WIDTH, "height": 900})
     page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
     page.set_default_timeout(60_000)
     page.goto(f"{base}/lab/tree/{path}?reset&token={token}", wait_until="domcontentloaded")
+    wait_for_kernel(page)
+    return page
+
+
+def wait_for_kernel(page):
     page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell')", timeout=60_000)
     select = page.locator(".jp-Dialog button:has-text('Select')")
     try:
@@ -115,7 +146,6 @@ def open_notebook(browser, base, token, path, errors):
         pass
     page.wait_for_function("document.querySelector('.jp-Notebook-ExecutionIndicator[data-status=\"idle\"]') !== null",
                            timeout=60_000)
-    return page
 
 
 def run_all(page):
@@ -151,24 +181,98 @@ def wait_changed(page, panel, before):
     pytest.fail("the panel's picture did not change")
 
 
+# One pass over the page at WIDTH: what the learners reported, measured in the browser.
+LAYOUT_JS = r"""() => {
+    const px = v => parseFloat(v);
+    const out = {breaking: [], wrapped: [], split_code: [], tall_cells: [], tracks: [], cut_labels: []};
+    for (const el of document.querySelectorAll('.jp-OutputArea-output, .jp-OutputArea-output *')) {
+        const css = getComputedStyle(el);
+        if (css.wordBreak === 'break-all' || css.overflowWrap === 'anywhere' ||
+            (css.overflowWrap === 'break-word' && el.matches('pre')))
+            out.breaking.push(el.tagName + ': ' + css.wordBreak + ' / ' + css.overflowWrap);
+    }
+    for (const pre of document.querySelectorAll('.jp-OutputArea-output pre')) {
+        const lines = pre.textContent.replace(/\n$/, '').split('\n').length;
+        const rendered = Math.round(pre.scrollHeight / px(getComputedStyle(pre).lineHeight));
+        if (rendered > lines) out.wrapped.push(pre.textContent.slice(0, 80) + ` (${lines} lines drawn on ${rendered})`);
+    }
+    for (const code of document.querySelectorAll('.jp-RenderedHTMLCommon :not(pre) > code'))
+        if (new Set([...code.getClientRects()].map(r => Math.round(r.top))).size > 1)
+            out.split_code.push(code.innerText);
+    for (const td of document.querySelectorAll('.jp-OutputArea-output td')) {
+        const css = getComputedStyle(td);
+        const inner = td.clientHeight - px(css.paddingTop) - px(css.paddingBottom);
+        if (inner > 1.5 * px(css.lineHeight)) out.tall_cells.push(td.innerText + ` (${inner}px)`);
+    }
+    for (const track of document.querySelectorAll('.widget-slider .slider-container'))
+        out.tracks.push(Math.round(track.getBoundingClientRect().width));
+    for (const label of document.querySelectorAll('.widget-slider .widget-label'))
+        if (label.scrollWidth > label.clientWidth + 1) out.cut_labels.push(label.innerText);
+    return out;
+}"""
+
+
+def assert_layout(page):
+    """No output breaks inside a token, printed lines never wrap, inline code is never split, table cells hold
+    one line, slider tracks have one length and their labels are whole."""
+    layout = page.evaluate(LAYOUT_JS)
+    assert not layout["breaking"], layout["breaking"]
+    assert not layout["wrapped"], layout["wrapped"]
+    assert not layout["split_code"], layout["split_code"]
+    assert not layout["tall_cells"], layout["tall_cells"]
+    assert layout["tracks"] and max(layout["tracks"]) - min(layout["tracks"]) <= 1, layout["tracks"]
+    assert not layout["cut_labels"], layout["cut_labels"]
+    return layout
+
+
+def visible_stale_notes(page):
+    return sum(note.is_visible() for note in page.locator(".p08-stale").all())
+
+
+def wait_stale_notes(page, count):
+    for _ in range(150):
+        if visible_stale_notes(page) >= count:
+            return
+        page.wait_for_timeout(200)
+    pytest.fail(f"{visible_stale_notes(page)} panels say they are not live, expected {count}")
+
+
+def save(page):
+    page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+
+
 def test_sampler_notebook_in_chinese(lab, browser):
-    base, token = lab
+    base, token, work = lab
     errors = []
     page = open_notebook(browser, base, token, "notebooks/p08_sampler.ipynb", errors)
     run_all(page)
     panels = page.locator(".widget-vbox:has(.widget-image)")
+    stale = page.locator(".p08-stale")
+    assert stale.count() >= 3 and visible_stale_notes(page) == 0        # filter, invariance, hints: all live
     filter_panel = panels.filter(has=page.locator("label:text-is('temperature')")).first
     filter_panel.scroll_into_view_if_needed()
     before = image_of(filter_panel)
     set_slider(page, filter_panel, "top_p", 0.95)
     wait_changed(page, filter_panel, before)
+    # the toggle shows the code that runs: mine/ is a stub, so it stays on the reference and says why
+    toggle = filter_panel.locator(".widget-toggle-buttons")
+    assert toggle.locator(".mod-active").inner_text() == "参考解"
+    assert "还是桩代码" in filter_panel.locator(".widget-html").nth(1).inner_text()
+    toggle.locator("button:has-text('我的 mine/')").click()
+    page.wait_for_timeout(1000)
+    assert toggle.locator(".mod-active").inner_text() == "参考解"
     shot(page, "p08_sampler_zh_panel1")
     again = page.locator("button:has-text('换一批同伴再跑一次')")
     invariance = panels.filter(has=again).first
-    before, note = image_of(invariance), invariance.locator(".widget-html").first.inner_text()
+    note = invariance.locator(".widget-html:not(.p08-stale)").first
+    before, first_run = image_of(invariance), note.inner_text()
     again.click()
     wait_changed(page, invariance, before)
-    assert "第 2 次运行" in invariance.locator(".widget-html").first.inner_text() != note
+    second_run = note.inner_text()
+    assert "第 2 次运行" in second_run != first_run
+    peers = [[line.split("同伴")[-1] for line in text.splitlines() if line.startswith("mix ")]
+             for text in (first_run, second_run)]
+    assert len(peers[0]) == 3 and not set(peers[0]) & set(peers[1]), peers     # new peers on every run
     invariance.scroll_into_view_if_needed()
     shot(page, "p08_sampler_zh_panel2")
     page.locator("button:has-text('提示 L1')").click()
@@ -179,30 +283,63 @@ def test_sampler_notebook_in_chinese(lab, browser):
     confirm.click()
     confirm.wait_for(state="hidden")
     shot(page, "p08_sampler_zh_hints")
+    assert_layout(page)
+    page.locator(".jp-OutputArea-output pre:has-text('cumsum around rank')").first.scroll_into_view_if_needed()
+    shot(page, "p08_sampler_zh_printed")
     assert not errors, errors
-    # save, shut the kernel down, reload: the saved widget state brings the panels back
-    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
-    page.wait_for_timeout(1500)
-    sessions = json.load(urllib.request.urlopen(f"{base}/api/sessions?token={token}"))
-    for session in sessions:
+    # save: only outputs and widget state changed, so git status stays clean (the save hook)
+    save(page)
+    saved = (work / "notebooks" / "p08_sampler.ipynb").read_text(encoding="utf-8")
+    assert "application/vnd.jupyter.widget-state+json" in saved
+    assert status(work, "notebooks/p08_sampler.ipynb") == "", git(work, "diff")
+    # Kernel > Restart: the panels stay on screen, each saying it is not live
+    page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.sessionContext.restartKernel(); }")
+    wait_stale_notes(page, 3)
+    filter_panel.scroll_into_view_if_needed()
+    shot(page, "p08_sampler_zh_restarted")
+    # shut the kernel down and reload: the saved widget state brings the panels back, still saying so
+    for session in json.load(urllib.request.urlopen(f"{base}/api/sessions?token={token}")):
         request = urllib.request.Request(f"{base}/api/sessions/{session['id']}?token={token}", method="DELETE")
         urllib.request.urlopen(request)
     page.reload()
     page.wait_for_function("document.querySelectorAll('.widget-image').length >= 2", timeout=60_000)
     assert "model not found" not in page.locator(".jp-Notebook").inner_text()
+    wait_stale_notes(page, 3)
+    assert "重新运行" in page.locator(".p08-stale").first.inner_text()
+    page.locator(".p08-stale").first.scroll_into_view_if_needed()
     shot(page, "p08_sampler_zh_reopened")
+    # what the note says brings the panels back to life: run the notebook again from the top
+    wait_for_kernel(page)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    run_all(page)
+    assert page.locator(".p08-stale").count() >= 3 and visible_stale_notes(page) == 0
+    filter_panel = panels.filter(has=page.locator("label:text-is('temperature')")).first
+    filter_panel.scroll_into_view_if_needed()
+    before = image_of(filter_panel)
+    set_slider(page, filter_panel, "top_p", 0.9)
+    wait_changed(page, filter_panel, before)
+    # a real edit of a cell's source is a change git must see
+    page.evaluate("""() => {
+        const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+        const code = [...Array(cells.length).keys()].map(i => cells.get(i)).find(c => c.type === 'code');
+        code.sharedModel.setSource(code.sharedModel.getSource() + '\\n# an edit');
+    }""")
+    save(page)
+    assert status(work, "notebooks/p08_sampler.ipynb") == " M notebooks/p08_sampler.ipynb\n"
+    assert "+    \"# an edit\"" in git(work, "diff")
+    assert not errors, errors                                         # restart and reload included
     page.close()
 
 
 def test_fast_path_notebook_in_english(lab, browser):
-    base, token = lab
+    base, token, work = lab
     errors = []
     page = open_notebook(browser, base, token, "notebooks/en/p08_fast_path.ipynb", errors)
     run_all(page)
     top_k_label = page.locator("label:text-is('top_k (-1 off)')")
     panel = page.locator(".widget-vbox:has(.widget-image)").filter(has=top_k_label).first
     panel.scroll_into_view_if_needed()
-    note = panel.locator(".widget-html").first
+    note = panel.locator(".widget-html:not(.p08-stale)").first
     assert "one topk is enough" in note.inner_text()
     before = image_of(panel)
     panel.locator("select").select_option(label="heavy tail (alpha 1.25)")
@@ -212,7 +349,17 @@ def test_fast_path_notebook_in_english(lab, browser):
     wait_changed(page, panel, before)
     assert "widened" in note.inner_text()
     shot(page, "p08_fast_en_window_panel")
-    page.locator("table:has-text('fast path')").first.scroll_into_view_if_needed()
+    layout = assert_layout(page)
+    assert len(layout["tracks"]) == 3
+    table = page.locator("table:has-text('fast path')").first
+    table.scroll_into_view_if_needed()
+    fits = table.evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+    assert fits[0] <= fits[1], f"the benchmark table is {fits[0]} px wide in {fits[1]} px"
     shot(page, "p08_fast_en_benchmark")
+    page.locator(".jp-OutputArea-output pre:has-text('prefix_sum: row 3')").first.scroll_into_view_if_needed()
+    shot(page, "p08_fast_en_printed")
     assert not errors, errors
+    save(page)
+    assert '"output_type": "display_data"' in (work / "notebooks/en/p08_fast_path.ipynb").read_text(encoding="utf-8")
+    assert status(work, "notebooks/en/p08_fast_path.ipynb") == "", git(work, "diff")
     page.close()
