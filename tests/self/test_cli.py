@@ -14,8 +14,8 @@ HOSTILE = Path(__file__).parent / "hostile"
 P08_CHECKS = len(checks_for(problems.get("p08")))
 
 
-def check_sh(*args, state=None, timeout=300):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+def check_sh(*args, state=None, timeout=300, **extra_env):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", **extra_env)
     if state:
         env["COURSE_STATE"] = str(state)
     proc = subprocess.run([sys.executable, "-m", "course.cli", *args], cwd=ROOT, env=env, capture_output=True,
@@ -57,7 +57,8 @@ def test_a_file_that_hangs_times_out_per_check_and_the_run_ends():
 
 
 def test_a_file_that_hangs_at_import_is_one_clear_block():
-    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "hangs_at_import.py"), "--lang", "en", "--timeout", "2")
+    code, out, _ = check_sh("p08", "--impl", str(HOSTILE / "hangs_at_import.py"), "--lang", "en", "--timeout", "2",
+                            COURSE_IMPORT_LIMIT_S="3")
     assert code == 1 and "did not finish" in out and f"0/{P08_CHECKS} checks passed" in out
 
 
