@@ -65,6 +65,8 @@ def parse(argv):
 def show_hint(args) -> int:
     seen = state.problem_state(args.problem).get("hints_seen", [])
     available = hints.levels(args.problem)
+    if not available:
+        raise UsageError(f"{args.problem} has no hints yet")
     level = args.hint or hints.next_level(seen, available)
     if level == 3 and not {1, 2} <= set(seen) and not args.yes and sys.stdin.isatty():
         answer = input(pick(args.lang, "L3 是答案级提示，你还没看过 L1/L2。确定要看吗？[y/N] ",
