@@ -75,6 +75,9 @@ def e2_top_k_keep_sets(ctx):
                        hint=("p08", 1, "q5"), where="apply_top_k")
 
 
+TAIL_ROW = [math.log(p) for p in (0.5, 0.3, 0.191, 0.009)]          # mass before token 3: 0.991
+
+
 @check("E2.top_p", "top-p 保留集合（越过阈值的 token 要留下）", "top-p keep sets (the token that crosses top_p stays)",
        hint=("p08", 1, "q4"))
 def e2_top_p_keep_sets(ctx):
@@ -86,6 +89,14 @@ def e2_top_p_keep_sets(ctx):
                     "the mass before token 2 is 0.75, just below top_p = 0.7500005: it stays (no epsilon in the "
                     "comparison)") if top_p == 0.7500005 else None
         expect_filter(ctx, "apply_top_p", logits, f"top_p={top_p}", out, keep, ("p08", 1, "q4"), why)
+    tail = ctx.tensor(TAIL_ROW)                                     # a top_p near 1 is still on
+    for top_p in (0.99, 0.999):
+        keep = {0, 1, 2} if top_p == 0.99 else {0, 1, 2, 3}
+        expect_filter(ctx, "apply_top_p", tail, f"top_p={top_p}", ctx.vector("apply_top_p", tail, top_p), keep,
+                      ("p08", 1, "q4"), ctx.t(f"token 3 之前的质量是 0.991：top_p = {top_p} 时"
+                                              + ("它要被删掉" if top_p == 0.99 else "它要留下") + "；只有 top_p = 1 才表示关闭",
+                                              f"the mass before token 3 is 0.991: with top_p = {top_p} it "
+                                              + ("is removed" if top_p == 0.99 else "stays") + "; only top_p = 1 means off"))
     probs = renormalised(ctx.vector("apply_top_p", logits, 0.7))
     if max(abs(a - b) for a, b in zip(probs, [2 / 3, 1 / 3, 0, 0])) > 1e-4:
         raise Fail(f"softmax(apply_top_p(log {PROBS}, top_p=0.7)) -> {fmt_vec(probs)}, expected [0.667, 0.333, 0, 0]",
@@ -198,8 +209,8 @@ def e2_temperatures_drawn(ctx):
                             case=(LOG_PROBS, ctx.params(**kwargs), []))
 
 
-@check("E2.off", "sample() 里的“关闭”：top_k = 0、-2、V、V+5 与 top_p = 1 都不过滤", "'off' inside sample(): top_k = 0, -2, V, "
-       "V+5 and top_p = 1 filter nothing", hint=("p08", 1, "q5"))
+@check("E2.off", "sample() 里的“关闭”：top_k = 0、-2、V、V+5 与 top_p = 1 都不过滤；top_p = 0.99 要过滤", "'off' inside sample(): top_k = 0, -2, V, "
+       "V+5 and top_p = 1 filter nothing; top_p = 0.99 does", hint=("p08", 1, "q5"))
 def e2_off_values_drawn(ctx):
     settings = [dict(top_k=0), dict(top_k=-2), dict(top_k=4), dict(top_k=9), dict(top_p=1.0)]
     for kwargs in settings:                                     # an 'off' value that crashes sample(): say what off means
@@ -225,6 +236,13 @@ def e2_off_values_drawn(ctx):
                              + (" (your apply_top_k alone gets it right)" if ctx.has_functions else "")),
                        hint=("p08", 1, "q5"), where=f"{ctx.sampler_name}.sample")
         expect_distribution(ctx, label, c, PROBS, draws, ("p08", 1, "q5"), case=(LOG_PROBS, ctx.params(**kwargs), []))
+    near_one = draw_many(ctx, [dict(top_p=0.99)], 3000, TAIL_ROW, first_seed=3600)[0]   # token 3 p = 0.009 if kept
+    if near_one[3]:
+        observed = (f"sample(log [0.5, 0.3, 0.191, 0.009], top_p=0.99): 3000 draws -> token 3 {near_one[3]} times, "
+                    f"expected never (the mass before it is 0.991 >= 0.99)")
+        diagnose.earlier_step_first(ctx, observed, [(TAIL_ROW, ctx.params(top_p=0.99), [])], filters=True)
+        raise Fail(observed, ctx.t("top_p = 0.99 也是打开的：只有 top_p = 1 表示关闭", "top_p = 0.99 is on too: only top_p = 1 "
+                                   "means off"), hint=("p08", 1, "q4"), where=f"{ctx.sampler_name}.sample")
 
 
 # ---- E3 ----------------------------------------------------------------------------------------------

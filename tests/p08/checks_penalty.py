@@ -242,6 +242,27 @@ def e1_penalty_in_a_real_batch(ctx):
                                        f"(3.0/1.3 = 2.3077 rounds to {row[1]} in {str(dtype)[6:]}, a tie with token 1). "
                                        f"Convert the row with .float() before the penalty"),
                        hint=("p08", 1, "d0"), where=f"{ctx.sampler_name}.sample")
+    history_given_each_call(ctx)
+
+
+def history_given_each_call(ctx):
+    """prev_tokens is the request's whole history on every call: nothing of it may be kept from an earlier call.
+    Request 'h' first comes with [5], then with [5, 7, 9] (two new tokens): 7 and 9 are both penalised."""
+    row, params = row_with({7: 2.0, 9: 1.95, 3: 1.9}), ctx.params(temperature=0.0, repetition_penalty=1.5)
+    sampler = ctx.sampler()
+    ctx.sample(sampler, ctx.tensor([row]), ["h"], [params], [[5]])
+    got = ctx.sample(sampler, ctx.tensor([row]), ["h"], [params], [[5, 7, 9]])
+    if got == [3]:
+        return
+    observed = (f"called {ctx.sampler_name}.sample(token 7 = 2.0, token 9 = 1.95, token 3 = 1.9, {params_text(params)}) "
+                f"for 'h' with prev_tokens=[[5]], then again with [[5, 7, 9]] -> {got}, expected [3] (7 -> 1.33, 9 -> 1.3)")
+    if ctx.sample(ctx.sampler(), ctx.tensor([row]), ["h"], [params], [[5, 7, 9]]) == [3]:
+        raise Fail(observed, ctx.t("新的 sampler 一次拿到 [5, 7, 9] 是对的：sampler 记住了这个请求上一次的历史；prev_tokens 每次都是完整的历史，照原样用，不要按 req_id 缓存",
+                                   "a fresh sampler given [5, 7, 9] at once is right: the sampler kept something of the request's "
+                                   "history from the earlier call; prev_tokens is the whole history on every call, use it as "
+                                   "given (no cache per req_id)"), hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
+    diagnose.earlier_step_first(ctx, observed, [(row, params, [5, 7, 9])], greedy=True)
+    raise Fail(observed, hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
 
 
 # ---- I3.edges ---------------------------------------------------------------------------------------

@@ -300,4 +300,14 @@ P08 = [
     Mutant("rows_stay_in_fp16", "I4", (("row = logits[i].float()", "row = logits[i].clone()"),),
            "computes in the logits' dtype: huge fp16 logits overflow", phrase="overflows to inf in float16",
            wrong="mind -inf, huge values"),
+    Mutant("top_p_near_one_is_off", "E2.top_p", (("if not 0 < top_p < 1:", "if not 0 < top_p < 0.99:"),),
+           "treats top_p >= 0.99 as off", phrase="only top_p = 1 means off"),
+    Mutant("top_p_near_one_is_off_in_sample", "E2.off", (("if not 0 < top_p < 1:", "if not 0 < top_p < 0.99:"),),
+           "the same, seen through sample()", phrase="fix E2.top_p first"),
+    Mutant("history_cached_per_request", "E1.history",
+           (("row = apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)",
+             "row = apply_repetition_penalty(row, self.__dict__.setdefault('_hist', {}).setdefault(req_id, "
+             "list(prev_tokens[i])), p.repetition_penalty)"),),
+           "keeps each request's first history instead of the one each call passes",
+           phrase="kept something of the request's history"),
 ]
