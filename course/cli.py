@@ -87,72 +87,78 @@ def impl_path(args) -> Path:
     return Path(args.impl).resolve() if args.impl else problem.path("solution" if args.solution else "stub")
 
 
-def select(checks: list, only) -> list:
-    """The checks --only names (a family such as E2, or a full id such as E2.top_p), in report order."""
+def select(ids, only) -> list:
+    """The check ids --only names (a family such as E2, or a full id such as E2.top_p), in report order."""
+    ids = list(ids)
     if not only:
-        return checks
+        return ids
+    family = {cid: cid.split(".")[0] for cid in ids}
     wanted = [w.strip() for arg in only for w in arg.split(",") if w.strip()]
-    unknown = [w for w in wanted if not any(w in (c.id, c.family) for c in checks)]
+    unknown = [w for w in wanted if not any(w in (cid, family[cid]) for cid in ids)]
     if unknown or not wanted:
-        families = ", ".join(dict.fromkeys(c.family for c in checks))
+        families = ", ".join(dict.fromkeys(family.values()))
         raise UsageError(f"--only {','.join(unknown) or '(nothing)'}: no such check; families: {families} "
-                         f"(or a full id, e.g. {checks[-1].id})")
-    return [c for c in checks if c.id in wanted or c.family in wanted]
+                         f"(or a full id, e.g. {ids[-1]})")
+    return [cid for cid in ids if cid in wanted or family[cid] in wanted]
 
 
 def grade(args) -> int:
-    """Grade and print the report, which ends with what to do next."""
-    import torch
-
-    from course.grader.checks import checks_for
+    """Grade and print the report, which ends with what to do next. This process imports neither torch nor the
+    checks (the worker does, and sends each check's title and hint), so a grade starts at once."""
     from course.grader.runner import grade as run_checks
-    from course.loader import relpath
+    from course.problems import relpath
 
     problem = problems.get(args.problem)
     impl = impl_path(args)
     if not impl.is_file():
         raise UsageError(f"no such file: {args.impl or impl}")
-    cuda = torch.cuda.is_available()
-    if args.device == "cuda" and not cuda:
-        raise UsageError("--device cuda: torch sees no GPU here")
-    devices = [args.device] if args.device else ["cpu"] + (["cuda"] if cuda else [])
-    checks = select(checks_for(problem), args.only or ([",".join(problem.steps[args.step - 1])] if args.step else None))
-    by_id = {c.id: c for c in checks}
+    if args.device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: torch sees no GPU here")
+    ids = select(problem.checks, args.only or ([",".join(problem.steps[args.step - 1])] if args.step else None))
+    devices = [args.device or "cpu"]
     color = report.use_color()
     lang, passed, total, failed, first = args.lang, 0, 0, [], None
     collapser = report.Collapser(lang, args.verbose, color)
-    for device in devices:
+    while devices:
+        device = devices.pop(0)
         print(f"{problem.title(lang)} — {relpath(impl)} · {device}", flush=True)
 
         def on_result(result):
-            lines = collapser.render(result, by_id.get(result.id))
+            lines = collapser.render(result, result.info)
             if lines:
                 print("\n".join(lines), flush=True)
 
-        run = run_checks(problem, impl, device, lang, [c.id for c in checks], args.timeout, on_result)
-        total += len(checks)
+        run = run_checks(problem, impl, device, lang, ids, args.timeout, on_result)
+        total += len(ids)
         if run.import_error:
             print("\n".join(report.render_import_error(run.import_error, relpath(impl), lang, args.verbose)))
             failed.append(pick(lang, "导入失败", "import failed"))
             break
         passed += run.passed
-        failed += [f"{by_id[r.id].title(lang)}" + (f" [{device}]" if len(devices) > 1 else "")
+        both = not args.device and run.cuda                      # cpu and cuda: say which device failed
+        failed += [(r.info.title(lang) if r.info else r.id) + (f" [{device}]" if both else "")
                    for r in run.results if not r.passed]
         first = first or next((r for r in run.results if not r.passed), None)
-    print("\n".join(collapser.tail()))
-    if not args.device and not cuda:
+        if device == "cpu" and not args.device and run.cuda:
+            devices.append("cuda")                       # the worker's torch sees a GPU: grade there too
+    if tail := collapser.tail():
+        print("\n".join(tail))
+    if not args.device and not run.cuda:
         print(pick(lang, "cuda：跳过（torch 没有看到 GPU）", "cuda: skipped (torch sees no GPU)"))
     print("\n".join(report.summary(passed, total, failed, lang, color)))
     partial = args.only or args.step
     if impl == problem.path("stub") and not partial:            # a partial grade is not the problem's grade
-        state.record_grade(problem.name, passed, total, ",".join(devices))
+        graded_on = "cpu,cuda" if run.cuda and not args.device else args.device or "cpu"
+        state.record_grade(problem.name, passed, total, graded_on)
     if passed == total and total:
         print(problem.next_step(lang) if not partial else
               pick(lang, f"这部分全部通过。完整评分：./check.sh {problem.name}",
                    f"all of these pass. The whole grade: ./check.sh {problem.name}"))
         return 0
     if first is not None:
-        print(report.next_line(first, by_id.get(first.id), lang))
+        print(report.next_line(first, first.info, lang))
     elif failed:
         print(pick(lang, "下一步：先修好上面的导入错误", "next: fix the import error above"))
     return 1
@@ -161,7 +167,7 @@ def grade(args) -> int:
 def watch(args) -> int:
     """Grade now and after every save of the graded file, until Ctrl-C."""
     from course.grader import watch as watching
-    from course.loader import relpath
+    from course.problems import relpath
 
     impl = impl_path(args)
     if not impl.is_file():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from course.problems import ROOT
+from course.problems import ROOT, relpath  # noqa: F401  (relpath: re-exported)
 
 _counter = itertools.count()
 
@@ -35,15 +35,6 @@ def load_module(path, name_hint: str = "impl"):
 def load_solution(problem):
     """The reference module of a problem (course.problems.Problem)."""
     return load_module(problem.path("solution"), "solution")
-
-
-def relpath(path) -> str:
-    """A path as the learner sees it: relative to the repo root when inside it."""
-    path = Path(path).resolve()
-    try:
-        return str(path.relative_to(ROOT))
-    except ValueError:
-        return str(path)
 
 
 class TorchState:

@@ -71,3 +71,12 @@ def get(name: str) -> Problem:
         return problems()[name]
     except KeyError:
         raise KeyError(f"unknown problem {name!r}; known: {', '.join(problems())}") from None
+
+
+def relpath(path) -> str:
+    """A path as the learner sees it: relative to the repo root when inside it."""
+    path = Path(path).resolve()
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 
 from course.lang import pick
-from course.loader import relpath
+from course.problems import relpath
 
 _REGISTRY: dict = {}     # check id -> Check, from every check module imported so far
 

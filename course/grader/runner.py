@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from course.problems import ROOT
 
@@ -22,6 +23,30 @@ TOTAL_BUDGET_S = 240.0      # the whole run ends within a few minutes, whatever 
 SHORT_LIMIT_S = 8.0         # per-check limit once two checks have timed out
 IMPORT_LIMIT_S = 15.0       # importing the learner's file (at least this, whatever the per-check limit;
 #                             COURSE_IMPORT_LIMIT_S lowers it, as the self-tests do for a file that hangs at import)
+
+
+class HintRef(NamedTuple):
+    """Where to look when a check fails: hints/<problem>/L<level>.md, the anchor <a id="anchor">."""
+    problem: str
+    level: int
+    anchor: str
+
+
+@dataclass
+class CheckInfo:
+    """What the report shows of a check, sent by the worker: the grader's own process never imports the checks
+    (nor torch), so a grade starts at once."""
+    id: str
+    title_zh: str
+    title_en: str
+    hint: HintRef | None = None
+
+    @property
+    def family(self) -> str:
+        return self.id.split(".")[0]
+
+    def title(self, lang: str) -> str:
+        return f"{self.family} {self.title_en if lang == 'en' else self.title_zh}"
 
 
 @dataclass
@@ -35,6 +60,7 @@ class Result:
     output_text: str = ""
     traceback: str = ""
     seconds: float = 0.0
+    info: CheckInfo | None = None    # the check's title and hint, from the worker's catalogue
 
     @property
     def passed(self) -> bool:
@@ -48,6 +74,8 @@ class Run:
     device: str
     results: list
     import_error: Result | None = None
+    catalogue: dict = field(default_factory=dict)    # check id -> CheckInfo
+    cuda: bool = False                               # whether the worker's torch sees a GPU
 
     @property
     def passed(self) -> int:
@@ -108,6 +136,7 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
     run = Run(problem.name, str(impl), device, results)
 
     def record(result):
+        result.info = run.catalogue.get(result.id)
         results.append(result)
         if on_result:
             on_result(result)
@@ -143,6 +172,11 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
                         record(Result(rest, "skip", ["time budget used up"]))
                     pending = []
                 break
+            if event["event"] == "catalogue":
+                run.catalogue = {cid: CheckInfo(cid, zh, en, HintRef(*hint) if hint else None)
+                                 for cid, (zh, en, hint) in event["checks"].items()}
+                run.cuda = bool(event.get("cuda"))
+                continue
             if event["event"] == "start":
                 current, t0 = event["id"], time.monotonic()
                 continue

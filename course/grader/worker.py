@@ -66,7 +66,7 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
     """Turn an exception raised during a check into a result: todo, missing, fail or error."""
     from course.grader.checks import Fail, Missing
     from course.lang import pick
-    from course.loader import relpath
+    from course.problems import relpath
 
     if isinstance(exc, Fail):
         hint = exc.hint and [exc.hint.problem, exc.hint.level, exc.hint.anchor]
@@ -116,6 +116,7 @@ def run(problem_name: str, impl: str, device: str, lang: str, ids: list, emit) -
 
 
 def _run(problem_name, impl, device, lang, ids, emit) -> None:
+    import torch
 
     from course.grader.checks import checks_for
     from course.loader import TorchState, load_module
@@ -127,6 +128,9 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
     by_id = {c.id: c for c in checks_for(problem)}
     context = problem.context_class()
 
+    emit({"event": "catalogue", "cuda": torch.cuda.is_available(),
+          "checks": {cid: [by_id[cid].title_zh, by_id[cid].title_en,
+                           [by_id[cid].hint.problem, by_id[cid].hint.level, by_id[cid].hint.anchor]] for cid in ids}})
     emit({"event": "start", "id": "__import__"})
     box: dict = {}
     with captured_output(box):
