@@ -40,6 +40,7 @@ def _history(prev):
 
 @dataclass
 class SamplerCtx(Ctx):
+    """Ctx for a problem whose learner writes a sampler: make one, call sample() and check what it returns."""
     explaining: bool = False                       # a crash is being explained: its probes are not explained again
     changed_inputs: list = field(default_factory=list)  # how sample() changed a caller's prev_tokens, the first time
 
