@@ -11,36 +11,18 @@ from dataclasses import dataclass, field
 
 import torch
 
+from course.grader.info import CheckInfo, Hint
 from course.lang import pick
 from course.problems import relpath
 
 _REGISTRY: dict = {}     # check id -> Check, from every check module imported so far
 
 
-@dataclass(frozen=True)
-class Hint:
-    """Where to look when a check fails: hints/<problem>/L<level>.md, the anchor <a id="anchor">."""
-    problem: str
-    level: int
-    anchor: str
-
-
 @dataclass
-class Check:
-    id: str
-    title_zh: str
-    title_en: str
-    fn: object
-    hint: Hint
+class Check(CheckInfo):
+    """A check as declared: what the report shows of it (course/grader/info.py) and the function that runs it."""
+    fn: object = None
     needs: tuple = ()
-
-    @property
-    def family(self) -> str:
-        """E2 for E2.top_p: the checks of one family live in one module and are reported together."""
-        return self.id.split(".")[0]
-
-    def title(self, lang: str) -> str:
-        return f"{self.family} {pick(lang, self.title_zh, self.title_en)}"
 
 
 def check(check_id, title_zh, title_en, hint, needs=()):
@@ -50,7 +32,7 @@ def check(check_id, title_zh, title_en, hint, needs=()):
         known = _REGISTRY.get(check_id)
         if known is not None and (known.fn.__module__, known.fn.__qualname__) != (fn.__module__, fn.__qualname__):
             raise ValueError(f"check id {check_id!r} is declared twice: {known.fn.__module__} and {fn.__module__}")
-        _REGISTRY[check_id] = Check(check_id, title_zh, title_en, fn, Hint(*hint), tuple(needs))
+        _REGISTRY[check_id] = Check(check_id, title_zh, title_en, Hint(*hint), fn=fn, needs=tuple(needs))
         return fn
     return register
 

@@ -37,10 +37,19 @@ def _folded(lines) -> list:
     return [piece for line in lines for piece in fold(line)]
 
 
-def hint_line(hint, lang: str) -> str:
+def hint_of(result, check):
+    """(problem, level, anchor) of the hint that helps: the one the failure names, else the check's; or None."""
+    return result.hint or (check and check.hint and list(check.hint))
+
+
+def hint_command(hint, lang: str) -> tuple:
+    """('./check.sh <problem> --hint 1', 'key question 4') for a hint (problem, level, anchor)."""
     prob, level, anchor = hint
-    cmd = f"./check.sh {prob} --hint {level}"
-    label = anchor_label(anchor, lang)
+    return f"./check.sh {prob} --hint {level}", anchor_label(anchor, lang)
+
+
+def hint_line(hint, lang: str) -> str:
+    cmd, label = hint_command(hint, lang)
     return pick(lang, f"卡住了？{cmd}（{label}）", f"stuck? {cmd}   ({label})")
 
 
@@ -60,7 +69,7 @@ def failure_block(result, check, lang: str, verbose: bool) -> list:
         lines.extend(result.lines)
     if result.where:
         lines.append(pick(lang, f"位置 {result.where}", f"at {result.where}"))
-    hint = result.hint or (check and [check.hint.problem, check.hint.level, check.hint.anchor])
+    hint = hint_of(result, check)
     if hint and result.status not in ("missing", "skip"):
         lines.append(hint_line(hint, lang))
     if result.output_lines:
@@ -124,11 +133,10 @@ class Collapser:
 
 def next_line(result, check, lang: str) -> str:
     """The report's last line when something failed: the first thing to work on, and the hint that helps."""
-    hint = result.hint or (check and [check.hint.problem, check.hint.level, check.hint.anchor])
     command = ""
-    if hint:
-        label = anchor_label(hint[2], lang)
-        command = f"./check.sh {hint[0]} --hint {hint[1]}" + pick(lang, f"（{label}）", f" ({label})")
+    if hint := hint_of(result, check):
+        cmd, label = hint_command(hint, lang)
+        command = cmd + pick(lang, f"（{label}）", f" ({label})")
     if result.status == "todo" and result.lines:
         what = result.lines[0].removeprefix("not implemented yet: ").removeprefix("尚未实现：")
         return clip(pick(lang, f"下一步：写 {what}" + (f" — {command}" if command else ""),

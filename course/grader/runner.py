@@ -15,38 +15,14 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
+from course.grader.info import CheckInfo, Hint
 from course.problems import ROOT
 
 TOTAL_BUDGET_S = 240.0      # the whole run ends within a few minutes, whatever the file does
 SHORT_LIMIT_S = 8.0         # per-check limit once two checks have timed out
 IMPORT_LIMIT_S = 15.0       # importing the learner's file (at least this, whatever the per-check limit;
 #                             COURSE_IMPORT_LIMIT_S lowers it, as the self-tests do for a file that hangs at import)
-
-
-class HintRef(NamedTuple):
-    """Where to look when a check fails: hints/<problem>/L<level>.md, the anchor <a id="anchor">."""
-    problem: str
-    level: int
-    anchor: str
-
-
-@dataclass
-class CheckInfo:
-    """What the report shows of a check, sent by the worker: the grader's own process never imports the checks
-    (nor torch), so a grade starts at once."""
-    id: str
-    title_zh: str
-    title_en: str
-    hint: HintRef | None = None
-
-    @property
-    def family(self) -> str:
-        return self.id.split(".")[0]
-
-    def title(self, lang: str) -> str:
-        return f"{self.family} {self.title_en if lang == 'en' else self.title_zh}"
 
 
 @dataclass
@@ -173,7 +149,7 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
                     pending = []
                 break
             if event["event"] == "catalogue":
-                run.catalogue = {cid: CheckInfo(cid, zh, en, HintRef(*hint) if hint else None)
+                run.catalogue = {cid: CheckInfo(cid, zh, en, Hint(*hint) if hint else None)
                                  for cid, (zh, en, hint) in event["checks"].items()}
                 run.cuda = bool(event.get("cuda"))
                 continue

@@ -69,7 +69,7 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
     from course.problems import relpath
 
     if isinstance(exc, Fail):
-        hint = exc.hint and [exc.hint.problem, exc.hint.level, exc.hint.anchor]
+        hint = exc.hint and list(exc.hint)
         return {"status": "fail", "lines": exc.lines, "where_name": exc.where, "hint": hint}
     if isinstance(exc, Missing):
         return {"status": "missing", "lines": [f"MISSING FUNCTION {exc.name} in {relpath(impl_path)}"]}
@@ -128,9 +128,8 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
     by_id = {c.id: c for c in checks_for(problem)}
     context = problem.context_class()
 
-    emit({"event": "catalogue", "cuda": torch.cuda.is_available(),
-          "checks": {cid: [by_id[cid].title_zh, by_id[cid].title_en,
-                           [by_id[cid].hint.problem, by_id[cid].hint.level, by_id[cid].hint.anchor]] for cid in ids}})
+    emit({"event": "catalogue", "cuda": torch.cuda.is_available(),      # what the report shows of each check
+          "checks": {cid: [by_id[cid].title_zh, by_id[cid].title_en, list(by_id[cid].hint)] for cid in ids}})
     emit({"event": "start", "id": "__import__"})
     box: dict = {}
     with captured_output(box):
