@@ -15,7 +15,8 @@ import os
 from dataclasses import dataclass
 
 import torch
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity
+from torch.profiler import profile as torch_profile
 
 SYNC_OPS = {"aten::_local_scalar_dense", "aten::item", "aten::nonzero", "aten::resolve_conj"}
 
@@ -67,25 +68,31 @@ def _quiet_stderr():
             os.close(saved)
 
 
-def _profile(fn, warmup: int, shapes: bool = False) -> list:
+def profile(fn, warmup: int = 1, shapes: bool = False) -> list:
+    """The top-level aten events of one fn() call, after `warmup` uncounted calls (first-call caches are not the
+    call's cost); shapes=True records their input shapes too (for full_row_sorts)."""
     for _ in range(warmup):
         fn()
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=shapes) as prof:
+    with _quiet_stderr(), torch_profile(activities=[ProfilerActivity.CPU], record_shapes=shapes) as prof:
         fn()
     return _top_level(prof.events())
 
 
-def count(fn, warmup: int = 1) -> Counts:
-    """Counts of one fn() call, after `warmup` uncounted calls (first-call caches are not the call's cost)."""
-    top = _profile(fn, warmup)
+def counts_of(top) -> Counts:
+    """Ops, syncs and uploads among the top-level events of one call (see profile)."""
     syncs = sum(1 for e in top if e.name in SYNC_OPS or _names_below(e) & SYNC_OPS)
     uploads = sum(1 for e in top if e.name == "aten::lift_fresh")
     return Counts(ops=len(top), syncs=syncs, uploads=uploads)
 
 
-def full_row_sorts(fn, width: int, warmup: int = 1) -> int:
-    """How many top-level sorts (sort, argsort, msort) one fn() call runs over rows `width` long (a full vocab)."""
-    top = _profile(fn, warmup, shapes=True)
+def count(fn, warmup: int = 1) -> Counts:
+    """Counts of one fn() call, after `warmup` uncounted calls."""
+    return counts_of(profile(fn, warmup))
+
+
+def full_row_sorts(top, width: int) -> int:
+    """How many top-level sorts (sort, argsort, msort) a call ran over rows `width` long (a full vocab); `top` from
+    profile(fn, shapes=True)."""
     return sum(1 for e in top if e.name in ("aten::sort", "aten::argsort", "aten::msort")
                and e.input_shapes and e.input_shapes[0] and e.input_shapes[0][-1] == width)
 

@@ -208,8 +208,10 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
     from course.bench import opcount
 
     vocab, small = logits.shape[1], 8
-    ops = {b: opcount.count(lambda b=b: fast.sample(logits[:b], ids[:b], params[:b], prev[:b])) for b in (small, len(ids))}
-    sorts = opcount.full_row_sorts(lambda: fast.sample(logits, ids, params, prev), vocab)
+    whole = opcount.profile(lambda: fast.sample(logits, ids, params, prev), shapes=True)     # one profiled call
+    ops = {small: opcount.count(lambda: fast.sample(logits[:small], ids[:small], params[:small], prev[:small])),
+           len(ids): opcount.counts_of(whole)}
+    sorts = opcount.full_row_sorts(whole, vocab)
     lines = [f"counted per call: {ops[small]} at B={small}, {ops[len(ids)]} at B={len(ids)}; "
              f"{sorts} sort{'s' if sorts != 1 else ''} over full rows of V={vocab}"]
     if sorts:
