@@ -179,7 +179,7 @@ def watch(args) -> int:
         except UsageError as exc:                      # e.g. the file was deleted between two saves
             print(f"check.sh: {exc}", file=sys.stderr)
             code = 2
-        return code, None
+        return code
 
     return watching.run(impl, relpath(impl), grade_once, args.lang, poll_s=watching.poll_seconds())
 

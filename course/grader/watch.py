@@ -54,19 +54,10 @@ def banner(shown: str, lang: str) -> str:
                 f"watching {shown} — save to re-grade, Ctrl-C to quit")
 
 
-def next_line(first_failed, lang: str) -> str | None:
-    """'next: E2 top-p keep sets — ./check.sh <problem> --hint 1 (key question 4)' for the first check that failed."""
-    if not first_failed:
-        return None
-    title, hint = first_failed
-    text = pick(lang, f"下一步：{title}", f"next: {title}")
-    return text + (f" — {hint}" if hint else "")
-
-
 def run(path: Path, shown: str, grade_once, lang: str, poll_s: float = POLL_S, max_rounds: int | None = None,
         stream=None) -> int:
-    """Grade with grade_once() -> (exit code, (title, hint) of the first failed check or None) now and after
-    every save of `path`. Returns the last exit code after max_rounds gradings (tests), 130 on Ctrl-C."""
+    """Grade with grade_once() -> exit code (its report ends with its own next: line) now and after every save of
+    `path`. Returns the last exit code after max_rounds gradings (tests), 130 on Ctrl-C."""
     stream = stream or sys.stdout
     tty = stream.isatty()
     code, rounds, last = 1, 0, fingerprint(path)
@@ -79,10 +70,7 @@ def run(path: Path, shown: str, grade_once, lang: str, poll_s: float = POLL_S, m
                 print(pick(lang, f"{shown} 不存在，等它出现……", f"{shown} does not exist; waiting for it..."),
                       file=stream, flush=True)
             else:
-                code, first_failed = grade_once()
-                line = next_line(first_failed, lang)
-                if line:
-                    print(line, file=stream)
+                code = grade_once()
                 print(pick(lang, f"[{time.strftime('%H:%M:%S')}] 等待 {shown} 的下一次保存……",
                            f"[{time.strftime('%H:%M:%S')}] waiting for the next save of {shown}..."),
                       file=stream, flush=True)
