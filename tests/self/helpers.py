@@ -1,12 +1,16 @@
-"""Helpers of the self-tests: apply a mutant, run checks in process."""
+"""Helpers of the self-tests: apply a mutant, run checks in process, run check.sh."""
 import io
+import os
 import re
+import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
 from course import problems
 from course.grader.checks import checks_for
 from course.grader.runner import grade_in_process
+from course.problems import ROOT
 
 
 def without_comments(text: str) -> str:
@@ -18,8 +22,8 @@ def without_comments(text: str) -> str:
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return "\n".join(re.sub(r"(^\s*|\s{2,})#.*$", "", line) for line in lines)
     for row, col in cuts:
-        lines[row - 1] = lines[row - 1][:col]
-    return "\n".join(line.rstrip() if (i + 1) in {r for r, _ in cuts} else line for i, line in enumerate(lines))
+        lines[row - 1] = lines[row - 1][:col].rstrip()
+    return "\n".join(lines)
 
 
 def apply_patches(text: str, patches, name: str) -> str:
@@ -49,3 +53,13 @@ def check_ids(problem_name: str) -> list:
 
 def run(problem_name: str, impl, ids, device="cpu", lang="en") -> dict:
     return grade_in_process(problems.get(problem_name), impl, ids, device, lang)
+
+
+def check_sh(*args, state=None, timeout=300, **extra_env):
+    """Run check.sh's command line (python -m course.cli) in a child: (exit code, stdout, stderr)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", **extra_env)
+    if state:
+        env["COURSE_STATE"] = str(state)
+    proc = subprocess.run([sys.executable, "-m", "course.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return proc.returncode, proc.stdout, proc.stderr

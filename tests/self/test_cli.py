@@ -1,26 +1,14 @@
 """check.sh end to end: the stub and the reference in both languages, hostile learner files, usage errors."""
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from course import problems
 from course.grader.checks import checks_for
-from course.problems import ROOT
+from tests.self.helpers import check_sh
 
 HOSTILE = Path(__file__).parent / "hostile"
 P08_CHECKS = len(checks_for(problems.get("p08")))
-
-
-def check_sh(*args, state=None, timeout=300, **extra_env):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", **extra_env)
-    if state:
-        env["COURSE_STATE"] = str(state)
-    proc = subprocess.run([sys.executable, "-m", "course.cli", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 @pytest.mark.parametrize("lang,word,summary", [("zh", "尚未实现", f"0/{P08_CHECKS} 项检查通过"),

@@ -7,7 +7,7 @@ import pytest
 from course import hints, problems
 from course.grader.checks import checks_for
 from course.problems import ROOT
-from tests.self.test_cli import check_sh
+from tests.self.helpers import check_sh
 
 PROBLEMS = list(problems.problems())
 

@@ -4,7 +4,7 @@ import pytest
 
 from course import problems
 from tests.self.helpers import run
-from tests.self.test_cli import check_sh
+from tests.self.helpers import check_sh
 
 P08 = problems.get("p08")
 TODO = ('    raise NotImplementedError("p08 step {n} {name}: see notebooks/p08_sampler.ipynb §{n} · '

@@ -10,7 +10,7 @@ import pytest
 from course import problems
 from course.grader.runner import grade_in_process
 from course.problems import ROOT
-from tests.self.helpers import apply_patches
+from tests.self.helpers import apply_patches, check_sh
 from tests.self.mutants import Mutant
 
 TOY_TOML = ROOT / "tests" / "toy" / "course.toml"
@@ -19,10 +19,7 @@ FORGETS_HIGH = Mutant("clamp_forgets_high", "C2.outside", (("min(max(v, low), hi
 
 
 def toy_sh(*args, state):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", COURSE_TOML=str(TOY_TOML), COURSE_STATE=str(state))
-    proc = subprocess.run([sys.executable, "-m", "course.cli", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
-    return proc.returncode, proc.stdout, proc.stderr
+    return check_sh(*args, state=state, timeout=120, COURSE_TOML=str(TOY_TOML))
 
 
 @pytest.fixture
