@@ -8,6 +8,7 @@ from course import oracle
 from course.grader.checks import Fail, check
 from tests.p08.context import params_text
 from tests.p08 import diagnose
+from tests.p08.checks_examples import LOG_PROBS, kept_ids
 
 
 
@@ -67,9 +68,9 @@ def fp32_also_wrong(ctx, observed, row, top_p, allowed, seen32):
                    f"the mass before token {order[rank]} is {before:.6f}, {abs(before - top_p):.1e} from top_p = {top_p}")
     if ctx.has_functions:
         def kept_by(values, p):
-            return {i for i, v in enumerate(ctx.vector("apply_top_p", values, p).tolist()) if v != float("-inf")}
+            return kept_ids(ctx.vector("apply_top_p", values, p))
         kept = kept_by(row.clone(), top_p)
-        clear = ctx.tensor([math.log(q) for q in (0.5, 0.25, 0.15, 0.1)])       # cuts far from top_p
+        clear = ctx.tensor(LOG_PROBS)                                          # cuts far from top_p
         if kept != allowed and (kept_by(clear, 0.7), kept_by(clear, 0.9)) != ({0, 1}, {0, 1, 2}):
             raise Fail(observed, ctx.t("你的 apply_top_p 在远离阈值的行上也不对（log [0.5, 0.25, 0.15, 0.1]，top_p 0.7 / 0.9）：先修好 E2.top_p",
                                        "your apply_top_p is wrong on a row whose cuts are far from top_p too (log [0.5, 0.25, "
