@@ -156,30 +156,23 @@ def method_fns(logits, req_ids, params, prev_tokens, methods=METHODS):
 
 def run_case(name="seed 004: k40 p.9", batch=64, vocab=50257, mix="seed004", shape="peaked",
              dtype=torch.float32, device="cpu", methods=METHODS, repeat=20, budget_s=2.0, progress=None,
-             counts=False):
+             counts=False, timing=True):
     """Time every method on one batch; returns {'name', 'B', 'V', 'mix', 'logits', 'ms': {...}, 'ratio': {...}}
-    and, with counts=True, 'counts': {method: opcount.Counts} (ops, syncs, uploads per call)."""
+    and, with counts=True, 'counts': {method: opcount.Counts} (ops, syncs, uploads per call; timing=False: only
+    those)."""
     logits = make_logits(batch, vocab, shape, dtype, device)
     req_ids, params, prev = make_batch(batch, vocab, mix)
-    fns = method_fns(logits, req_ids, params, prev, methods)
-    if progress:
-        progress(", ".join(fns))
-    ms = time_many(fns, repeat=repeat, budget_s=budget_s, device=device)
-    fast = ms.get("fast")
-    ratio = {m: (t / fast if fast else float("nan")) for m, t in ms.items()}
-    result = {"name": name, "B": batch, "V": vocab, "mix": mix, "logits": shape, "device": str(device),
-              "ms": ms, "ratio": ratio}
+    fns = method_fns(logits, req_ids, params, prev, methods if timing else [m for m in methods if m != "floor"])
+    result = {"name": name, "B": batch, "V": vocab, "mix": mix, "logits": shape, "device": str(device)}
+    if timing:
+        if progress:
+            progress(", ".join(fns))
+        ms = time_many(fns, repeat=repeat, budget_s=budget_s, device=device)
+        fast = ms.get("fast")
+        result.update(ms=ms, ratio={m: (t / fast if fast else float("nan")) for m, t in ms.items()})
     if counts:
         result["counts"] = opcount.count_methods({m: fn for m, fn in fns.items() if m != "floor"})
     return result
-
-
-def count_case(name, batch, vocab, mix, shape, methods=METHODS):
-    """run_case without the timing: {'name', 'B', 'V', 'logits', 'counts': {method: Counts}}."""
-    logits = make_logits(batch, vocab, shape)
-    req_ids, params, prev = make_batch(batch, vocab, mix)
-    fns = method_fns(logits, req_ids, params, prev, [m for m in methods if m != "floor"])
-    return {"name": name, "B": batch, "V": vocab, "mix": mix, "logits": shape, "counts": opcount.count_methods(fns)}
 
 
 def format_table(results, methods=METHODS, markdown=False):
@@ -278,7 +271,7 @@ def main(argv=None):
         return max(codes)
     cases = QUICK_CASES if args.quick else CASES
     if args.counts:
-        results = [count_case(*case) for case in cases]
+        results = [run_case(*case, device=args.device, counts=True, timing=False) for case in cases]
         print(format_counts(results, markdown=args.markdown))
         print("per sample() call: torch ops / host syncs / uploads of Python data "
               "(torch.profiler; the same on any CPU for one torch version)")
