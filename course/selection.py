@@ -1,5 +1,7 @@
-"""Top-p by selection, no sort: the fast path's steps (solutions/p08_sampler_fast.py imports them; the numbers
-of one row's selection, for a picture: course.notebook.radix_demo.top_p_buckets).
+"""The exact route, given code (going further): top-k and top-p by selection, no sort, for the rows a window
+cannot settle (a tie at the k-th value, a nucleus wider than the window, a top_k above WINDOW_K). Both the stub
+and the solution of p08-fast call `exact_rows`; notebooks/p08_fast_path.ipynb §7 walks through it, and
+course.notebook.radix_demo.top_p_buckets shows one row's numbers.
 
 The fast path puts every token of a row in a bucket by the float bits of its weight exp(z - max): a
 histogram of the probabilities on a log scale (one bucket = an exponent and 7 mantissa bits, so its upper
@@ -8,21 +10,12 @@ crosses top_p inside one bucket; only that bucket's tokens are ordered, the rest
 """
 import torch
 
+INF = float("inf")
+SORT_MAX_V = 4096   # a vocabulary this small: sort the rows instead (the same integers, the same answer, and ops
+                    # that do not depend on how many rows take the route)
+
 BUCKET_SHIFT = 16    # a bucket: the float bits of a weight without the low 16 (exponent and 7 mantissa bits)
 N_BUCKETS = (0x3F800000 >> BUCKET_SHIFT) + 1    # weights lie in [0, 1]; 0x3F800000 is the bits of 1.0
-
-
-def _exp_(t):
-    """t.exp_() for a new contiguous t; on the CPU 2k-32k elements go in pieces of 2048 (same bits: elementwise).
-
-    There torch.exp splits such sizes across threads with a small grain, and on a busy 2-core machine the
-    wait for the second thread costs a whole time slice (about 8 ms, measured); pieces of 2048 stay on one.
-    """
-    if t.device.type == "cpu" and 2048 < t.numel() < 32768:
-        for piece in t.view(-1).split(2048):
-            piece.exp_()
-        return t
-    return t.exp_()
 
 
 def weights_and_buckets(z, out=None):
@@ -35,7 +28,7 @@ def weights_and_buckets(z, out=None):
     """
     e, bucket, units, scratch = out or (torch.empty_like(z), *(torch.empty(z.shape, dtype=torch.long,
                                         device=z.device) for _ in range(2)), torch.empty_like(z))
-    _exp_(torch.sub(z, z.amax(-1, keepdim=True), out=e))                         # [n, V] in [0, 1], max -> 1
+    torch.sub(z, z.amax(-1, keepdim=True), out=e).exp_()                       # [n, V] in [0, 1], max -> 1
     torch.bitwise_right_shift(e.view(torch.int32), BUCKET_SHIFT, out=bucket)     # [n, V]
     units.copy_(torch.mul(e, 2.0 ** (62 - e.shape[-1].bit_length()), out=scratch))  # [n, V] floor: fixed point
     return e, bucket, units
@@ -103,3 +96,93 @@ def select_crossing(x, temp, bucket, weight, cum, quota):
 def _flat(t):
     """t as one long row (a view when t is contiguous)."""
     return t.reshape(-1)
+
+
+_BUFFERS = {}        # (n, V, device) -> the work tensors of weights_and_buckets, for the last few shapes
+
+
+def _work(n, vocab, device):
+    """Buffers (e, bucket, units, scratch) [n, V], kept for 4 shapes up to 16M elements (fresh 10-100 MB tensors
+    cost page faults that can exceed the arithmetic on a CPU)."""
+    key = (n, vocab, str(device))
+    if key not in _BUFFERS:
+        if n * vocab > 1 << 24:
+            return None                                                          # too big to keep around
+        while len(_BUFFERS) >= 4:
+            _BUFFERS.pop(next(iter(_BUFFERS)))
+        _BUFFERS[key] = (torch.empty(n, vocab, device=device), *(torch.empty(n, vocab, dtype=torch.long,
+                         device=device) for _ in range(2)), torch.empty(n, vocab, device=device))
+    return _BUFFERS[key]
+
+
+def _sorted_crossing(order, z, after, quota):
+    """(ids, z, after) [n, 1] of the crossing token, in rows sorted the reference's way with running weights."""
+    at = torch.searchsorted(after, quota)                                        # first position: after >= quota
+    return order.gather(1, at), z.gather(1, at), after.gather(1, at)
+
+
+def _listed_crossing(members, quota, total):
+    """(ids, z, after) [n, 1] of the crossing token among bucket members; (0, 0, total) where none was listed."""
+    hit, ids, z, after = crossing(members, quota)
+    out = (torch.zeros_like(total), torch.zeros(total.shape, device=total.device), total.clone())
+    for t, v in zip(out, (ids, z, after)):
+        t[hit] = v
+    return out
+
+
+def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False):
+    """Steps 4-6 of the rows of x [n, V] by selection: tokens [n, 1] given u [n, 1], else probs [n, V].
+
+    temp [n, 1] fp32, top_k [n, 1] long (0: off), top_p [n, 1] (inf: off), u [n, 1] float64 in [0, 1);
+    has_top_k=False: no row has top-k on; unit_temp: every temperature is 1 (the host knows; each saves a pass).
+    Every decision is an integer crossing (before < quota <= after) in the reference's order: top-k counts to the
+    k-th value and weighs 0 below it; top-p cuts at the crossing token c of ceil(top_p * mass) and keeps the tokens
+    at or ahead of c; the draw is the crossing token of u * kept. Fixed-point int64 weights add exactly in any
+    order, so a row's answer is the same in any batch and on any device. Rows of a small vocabulary sort instead.
+    """
+    n, vocab, dev = x.shape[0], x.shape[1], x.device
+    z = x if unit_temp else x / temp                                             # [n, V]; x / 1 is x
+    e, bucket, units = weights_and_buckets(z, _work(n, vocab, dev))              # [n, V] each
+    small = vocab <= SORT_MAX_V
+    if small:
+        z_s, order = torch.sort(z, dim=-1, descending=True, stable=True)         # [n, V]
+    cut_z = torch.full((n, 1), -INF, device=dev)                                 # [n, 1] no cut: keep all
+    if has_top_k:                                                                # top-k: the k-th value
+        if small:
+            z_k = z_s.gather(1, (top_k - 1).clamp(min=0))
+        else:
+            z_k = select_crossing(x, temp, bucket, None, bucket_cumsum(bucket, None), top_k.clamp(min=1))[1]
+        cut_z = torch.where(top_k > 0, z_k, cut_z)                               # [n, 1]
+        units = units.masked_fill(z < cut_z, 0)                                  # [n, V] weight 0 below it
+    if small:
+        after_s = units.gather(1, order).cumsum(-1)                              # [n, V] exact: integers
+        total = after_s[:, -1:]
+        def cross(quota):
+            return _sorted_crossing(order, z_s, after_s, quota)
+    else:
+        cum = bucket_cumsum(bucket, units)                                       # [n, NB]
+        total = cum[:, -1:]                                                      # [n, 1] in units
+    p = torch.where(top_p < 1, top_p.double(), 0.0)                              # [n, 1] 0: no top-p
+    quota = (p * total).ceil().long()                                            # [n, 1] 0: no top-p
+    if not small:
+        b_cut = bucket_of(cum, quota.clamp(min=1))                               # [n, 1]
+        wanted = torch.zeros(cum.shape, dtype=torch.bool, device=dev).scatter_(1, b_cut, quota > 0)
+        if u is not None:                                                        # the buckets the draw can reach:
+            below = torch.cat([cum.gather(1, b_cut), cum.gather(1, (b_cut - 1).clamp(min=0)) * (b_cut > 0)], 1)
+            kept = torch.where(quota > 0, total - below, total)                  # [n, 2] the kept mass from
+            kept[:, :1] += (quota > 0).long()                                    # the cut's bucket (+1) and above
+            reach = bucket_of(cum, torch.minimum((u * kept.double()).long() + 1, kept))  # [n, 2] low, high
+            cols = torch.arange(cum.shape[1], device=dev)                        # [NB]
+            wanted |= (cols >= reach[:, 1:]) & (cols <= reach[:, :1])
+        members = bucket_members(x, temp, bucket, units, cum, wanted)
+        def cross(quota):
+            return _listed_crossing(members, quota, total)
+    cut_id, cut, kept = cross(quota)                                             # the top-p cut, per row
+    cut_z = torch.where(quota > 0, cut, cut_z)                                   # [n, 1]
+    cut_id = torch.where(quota > 0, cut_id, vocab)                               # [n, 1] top-k ties: all kept
+    kept = torch.where(quota > 0, kept, total)                                   # [n, 1] kept mass, in units
+    if u is not None:
+        return cross(torch.minimum((u * kept.double()).long() + 1, kept))[0]    # step 6: the draw
+    keep = (z > cut_z) | ((z == cut_z) & (torch.arange(vocab, device=dev) <= cut_id))   # [n, V]
+    mass = (kept.double() / 2.0 ** (62 - vocab.bit_length())).float()           # [n, 1] units -> weight
+    return torch.where(keep, e, 0.0) / mass                                      # [n, V] exact zeros outside

@@ -3,24 +3,27 @@
 Same contract as P08's Sampler, plus `filtered_probs`. Fill in the steps (search for TODO(p08-fast.)).
 Grade with `./check.sh p08-fast`; stuck? `./check.sh p08-fast --hint 1`.
 The walkthrough is notebooks/p08_fast_path.ipynb (English: notebooks/en/p08_fast_path.ipynb; §N there is step N):
-  1 prepare (fp32, penalty)   2 greedy rows + temperature   3 the window (topk, ties in id order)
-  4 top-k + top-p inside the window   5 exact zeros / filtered_probs   6 one uniform per row -> token
-`./check.sh p08-fast` grades each step on its own first (T1 penalized_fp32, T3 window_topk and
-canonical_window, T4 prefix_sum / row_total and filter_window, T5 filtered_probs, T6 inverse_cdf), then
-the whole FastSampler (F1-F5 and P08's checks). `--watch` re-grades every time you save.
+  1 prepare: fp32 logits, the penalty on a copy           2 route each row by its own params
+  3 the window: the top W values, equal values by id      4 top-k and top-p inside the window
+  5 exact zeros, filtered_probs                           6 one uniform per row from its stream -> token
+A window row whose kept set may reach past its window, and a row with a large top_k, take the exact route:
+course/selection.py, given code (notebook §7, going further). So are `_upload` and `_exact` below.
+`./check.sh p08-fast` grades each step on its own first (T1 penalized_fp32, T2 route, T3 window_topk and
+canonical_window, T4 prefix_sum / row_total and filter_window, T5 filtered_probs, T6 inverse_cdf and the
+streams), then the whole FastSampler (F1-F6 and P08's checks). `--watch` re-grades every time you save.
 """
-import math  # noqa: F401  (math.ceil, when a window widens)
+from typing import NamedTuple
 
 import torch
 
-from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs  # given  # noqa: F401
+from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams  # given
+from course.selection import exact_rows  # given: the exact route (step "going further")
 
-__all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "window_topk", "canonical_window", "prefix_sum",
-           "row_total", "filter_window", "inverse_cdf"]
+__all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "Routes", "route", "window_topk", "canonical_window",
+           "prefix_sum", "row_total", "filter_window", "inverse_cdf"]
 
-WINDOW = 64          # first top-K' window for rows with top-p but no top-k
-GROW = 8             # each retry widens that window at least this much
-SORT_FRACTION = 8    # a window wider than V / SORT_FRACTION costs about a full sort: sort instead
+WINDOW = 64          # a top-p-only row's window: its WINDOW largest values
+WINDOW_K = 256       # rows with 0 < top_k <= WINDOW_K share one window of the widest top_k + 1; above: exact route
 CHUNK = 64           # window_topk reads the row as chunks of this many logits
 INF = float("inf")
 
@@ -40,9 +43,30 @@ def penalized_fp32(logits, params, prev_tokens):
     written. fp32 input and no penalty anywhere -> `logits` itself may be returned (no [B, V] copy).
     The penalty works on (row, id) pairs, not on a [B, V] mask: see hints L2 step 1.
     """
-    # TODO(p08-fast.1): collect (row, id, penalty) for rows with penalty != 1 and a history, then one
-    #                   gather + torch.where + index assignment on the copy.
+    # TODO(p08-fast.1): collect (row, id, penalty) for rows with penalty != 1 (distinct ids), upload them in one
+    #                   torch.tensor, then one gather + torch.where + index assignment on the copy.
     raise _todo(1, "penalized_fp32")
+
+
+# step 2: route ---------------------------------------------------------------------------------------
+class Routes(NamedTuple):
+    """Batch rows by route, each list ascending."""
+    greedy: list     # temperature < GREEDY_TEMPERATURE: argmax, no draw
+    top_k: list      # 0 < top_k <= WINDOW_K (top-p on or off): one window of the widest top_k + 1
+    top_p: list      # top-p only: a window of WINDOW
+    plain: list      # no filter: the whole row, in vocab order
+    exact: list      # top_k > WINDOW_K: the exact route
+
+
+def route(params, vocab):
+    """Step 2: each row's route from its own params alone (top_k on iff 0 < top_k < V, top_p on iff < 1).
+
+    params: B SamplingParams, vocab: V -> Routes of batch rows. Greedy first (temperature <
+    GREEDY_TEMPERATURE, whatever its filters); then top-k on: top_k (<= WINDOW_K) or exact (above); then
+    top-p only: top_p; nothing on: plain. Why must the route depend on the row alone?
+    """
+    # TODO(p08-fast.2): one pass over params, appending i to one list of Routes([], [], [], [], []).
+    raise _todo(2, "route")
 
 
 # step 3: the window ----------------------------------------------------------------------------------
@@ -62,15 +86,14 @@ def canonical_window(z, ids):
     """Reorder a descending window [n, W] so equal values sit in ascending token id (a stable sort's order).
 
     z [n, W] descending values, ids [n, W] their vocab ids -> (z, ids) reordered: descending values, equal
-    values in ascending token id. No ties in the window -> return it as it is.
-    Needed on the CPU too: torch.topk's order among equal values changes with W, and W is set by the peers
-    (check T3 shows a row where it does).
+    values in ascending token id. Needed on the CPU too: torch.topk's order among equal values changes with
+    W, and W is set by the peers (check T3 shows a row where it does).
     """
-    # TODO(p08-fast.3): two sorts and two gathers, only when some neighbours are equal.
+    # TODO(p08-fast.3): two sorts and two gathers (sort by id, then a stable sort by value).
     raise _todo(3, "canonical_window")
 
 
-# sums whose rounding depends on the row alone -------------------------------------------------------
+# step 4: sums whose rounding depends on the row alone, then top-k and top-p inside the window ----------
 def prefix_sum(e):
     """Inclusive prefix sums [n, W] by log-step shifted adds: entry j is one fixed tree of adds over e[0..j].
 
@@ -79,17 +102,23 @@ def prefix_sum(e):
     check; the scan matters on CUDA, where a lone row and a batch take different cumsum kernels, with
     different orders of adds. Write the scan (hints L2 step 4).
     """
-    # TODO(p08-fast.4): the log-step scan (torch.cat of the untouched first columns and a shifted add).
+    # TODO(p08-fast.4): the log-step scan (the untouched first columns, then a shifted add; double the shift).
     raise _todo(4, "prefix_sum")
 
 
-def row_total(e):
-    """[n, V] -> [n, 1] row sums by an adding tree fixed by V alone (pairwise halving).
+def _prefix(e):
+    """prefix_sum, or on the CPU torch.cumsum: one sequential pass per row there, so the same floats per row for
+    any W and batch (tests/self/test_chunks.py), in one op instead of log2(W) rounds."""
+    return e.cumsum(-1) if e.device.type == "cpu" else prefix_sum(e)
 
-    Not torch.sum: it splits a lone long row across threads, so a row alone and the same row in a batch
-    round differently, on the CPU too (check T4 shows it).
+
+def row_total(e):
+    """[n, V] weights in [0, 1] -> [n, 1] sums in int64 fixed point: exact, so the same in any order and batch.
+
+    Not torch.sum of the floats: it splits a lone long row across threads, so a row alone and the same row in
+    a batch round differently, on the CPU too (check T4 shows it). Integers add exactly in any order.
     """
-    # TODO(p08-fast.4): add the two halves until one column is left (an odd last column waits a round).
+    # TODO(p08-fast.4): scale = 2 ** (62 - V.bit_length()); (e * scale) to int64, sum, back to float32 / scale.
     raise _todo(4, "row_total")
 
 
@@ -97,31 +126,31 @@ def _first_true(mask):
     """[n, W] bool -> [n, 1] long: the column of the first True (W where there is none); integer ops only."""
     if mask.shape[-1] == 0:
         return torch.zeros(mask.shape[0], 1, dtype=torch.long, device=mask.device)
-    cols = torch.arange(mask.shape[-1], dtype=torch.int32, device=mask.device)
-    return torch.where(mask, cols, mask.shape[-1]).amin(-1, keepdim=True).long()
+    cols = torch.arange(mask.shape[-1], device=mask.device)
+    return torch.where(mask, cols, mask.shape[-1]).amin(-1, keepdim=True)
 
 
-# step 4: top-k and top-p inside the window -----------------------------------------------------------
 def filter_window(z, top_k, top_p, row_mass, complete):
     """Steps 4-5 on a descending window z [n, W]: keep values >= the k-th, then drop once mass_before >= p.
 
-    top_k [n, 1] (0 = off), top_p [n, 1] (inf = off), row_mass [n, 1] = sum of exp(z - max) over the whole
-    row (the 100 % of top-p when top-k is off). complete: the window is the whole row. Returns e [n, W]
-    (kept unnormalised probs, exactly 0 elsewhere), cs [n, W] (prefix sums of the window's exp), total
-    [n, 1] (the kept mass) and certain [n] (the window holds the whole kept set; if not: widen, or sort).
+    top_k [n, 1] (0 = off), top_p [n, 1] (inf = off), row_mass [n, 1] (top-p's 100 % where top-k is off; None:
+    top-k is on in every row). Returns e [n, W] (exactly 0 outside the kept set), cs [n, W] prefix sums of the
+    window's exp, total [n, 1] the kept mass, certain [n]: the kept set lies inside the row's own window (a
+    top-k row: its k-th value above column k; a top-p-only row: its last kept value above the window's last).
+    complete: the window is the whole row (every row is certain).
 
-    Only elementwise ops, gathers, integer counts and prefix_sum: a row's numbers must not depend on W.
+    Only elementwise ops, gathers, integer counts and _prefix: a row's numbers must not depend on W.
     (A torch.sum over the window does: W columns with zeros at the end round differently for each W.)
     """
-    # TODO(p08-fast.4): e = exp(z - z[:, :1]); cs = prefix_sum(e); the k-th value by gather; how many
-    #                   columns top-k keeps; top-p's 100 % (the top-k mass, or row_mass); the first column
-    #                   whose mass before reaches top_p (_first_true); n_kept = the smaller of the two.
+    # TODO(p08-fast.4): e = exp(z - z[:, :1]); cs = _prefix(e); the k-th value by gather; how many columns
+    #                   top-k keeps; top-p's 100 % (the top-k mass, or row_mass); the first column whose mass
+    #                   before reaches top_p (_first_true); n_kept = the smaller of the two.
     # TODO(p08-fast.5): exact zeros from column n_kept on; total = cs at the row's own column n_kept - 1.
-    # TODO(p08-fast.4): certain = the last kept value and the k-th value are both > the window's last value.
+    # TODO(p08-fast.4): certain, judged by the row alone (the docstring's rule), all True when complete.
     raise _todo(4, "filter_window")
 
 
-# step 6: the draw ------------------------------------------------------------------------------------
+# step 6: the draw -----------------------------------------------------------------------------------
 def inverse_cdf(cs, total, u, e):
     """Step 6: the first column whose prefix mass exceeds u * total and has mass; else the last with mass.
 
@@ -132,11 +161,13 @@ def inverse_cdf(cs, total, u, e):
     raise _todo(6, "inverse_cdf")
 
 
-def _take(t, rows):
-    """t's rows listed in `rows` (a copy), or t itself when `rows` is every row in order."""
-    if rows == list(range(t.shape[0])):
-        return t
-    return t.index_select(0, torch.tensor(rows, device=t.device))
+def _upload(params, routes, u, vocab, device):
+    """The call's one upload: knobs [B, 4] float64 in batch order (temperature, top_k (0: off), top_p (inf: off),
+    u) and the batch rows in route order [B] (greedy, top_k, top_p, plain, exact)."""
+    knobs = [x for p, ui in zip(params, u) for x in (p.temperature if p.temperature >= GREEDY_TEMPERATURE else 1.0,
+             p.top_k if 0 < p.top_k < vocab else 0, p.top_p if p.top_p < 1 else INF, ui)]
+    flat = torch.tensor(knobs + [i for rows in routes for i in rows], dtype=torch.float64, device=device)
+    return flat[:4 * len(params)].view(-1, 4), flat[4 * len(params):].long()     # [B, 4], [B]
 
 
 # the sampler ----------------------------------------------------------------------------------------
@@ -144,56 +175,61 @@ class FastSampler:
     """Same contract as the reference Sampler; one vectorized pass per batch, bit-for-bit batch invariant."""
 
     def __init__(self):
-        # TODO(p08-fast.6): where do the generators live? (as in P08: one per seeded req_id, one shared)
+        # TODO(p08-fast.6): the streams: req_id -> [seed, draws so far] for seeded requests; one shared
+        #                   [key, draws so far] for the unseeded ones (None until the first unseeded draw).
         pass
 
     def sample(self, logits, req_ids, params, prev_tokens):
         """logits [B, V] -> LongTensor [B]: row i is req_ids[i]'s next token.
 
-        validate -> penalized_fp32 -> _parts -> greedy rows: argmax of the penalised row (torch's tie rule)
-        -> per part (rows, e, cs, total, ids): one uniform per row (_uniforms), inverse_cdf, then
-        ids.gather back to vocab ids (ids None: the columns already are vocab ids).
+        validate -> penalized_fp32 -> route -> _upload(params, routes, self._uniforms(...), V, device): knobs
+        [B, 4] (temperature, top_k, top_p, u) and the rows in route order -> greedy rows: argmax of the penalised
+        row (torch's tie rule) -> per window part (rows, e, cs, total, ids): inverse_cdf with the rows' u, then
+        ids.gather back to vocab ids (ids None: the columns already are vocab ids) -> the exact rows last
+        (self._exact), overriding what their windows drew. Work under torch.inference_mode(); return a clone.
         """
-        # TODO(p08-fast.2): greedy rows take the argmax of their penalised row; they draw nothing.
-        # TODO(p08-fast.6): the others: u from _uniforms, position from inverse_cdf, vocab id via ids.
+        # TODO(p08-fast.2): greedy rows (order[:len(routes.greedy)]) take the argmax of their penalised row.
+        # TODO(p08-fast.6): the others: u from knobs[:, 3:], position from inverse_cdf, vocab id via ids.
         raise _todo(6, "FastSampler.sample")
 
     def filtered_probs(self, logits, params, prev_tokens):
         """[B, V] float32: the distribution each row is drawn from (greedy rows: one-hot at the argmax)."""
-        # TODO(p08-fast.5): zeros [B, V]; each part's e / total scattered to its ids (or as is, in vocab order).
+        # TODO(p08-fast.5): zeros [B, V]; each part's e / total scattered to its ids (or as is, in vocab order);
+        #                   the exact rows from self._exact(..., draw=False).
         raise _todo(5, "FastSampler.filtered_probs")
 
     def free(self, req_id):
-        """Forget req_id's generator; a later request with the same id starts a fresh stream."""
-        # TODO(p08-fast.6): drop the generator (an unknown req_id is not an error).
+        """Forget req_id's stream; a later request with the same id starts a fresh one."""
+        # TODO(p08-fast.6): drop the stream (an unknown req_id is not an error).
         raise _todo(6, "FastSampler.free")
 
     # -- internals ------------------------------------------------------------------------------------
-    def _uniforms(self, req_ids, params, device):
-        """[n, 1] float64: one uniform per row, a seeded row's from its own generator, the others' shared.
+    def _uniforms(self, req_ids, params):
+        """[B] floats: a seeded row's next number of its own stream, an unseeded row's of the shared stream;
+        greedy rows draw nothing (0.0). A stream is keyed by the seed its request first drew with.
 
-        A seeded request: torch.Generator(device=device).manual_seed(seed), created on its first draw.
-        Exactly one torch.rand(1, generator=g, ...) per row per step: never more, whatever K or B.
+        stream_uniform(seed, n) is the n-th number of the stream keyed by seed: keep a count per request
+        (and one for the shared stream, keyed by torch.initial_seed() like the reference's generator).
         """
-        # TODO(p08-fast.6): one scalar draw per row.
+        # TODO(p08-fast.6): one number per row, then count it.
         raise _todo(6, "FastSampler._uniforms")
 
-    def _shared_generator(self, device):
-        """The unseeded requests' generator on `device`, seeded from torch.initial_seed() like the reference."""
-        # TODO(p08-fast.6): create once per device.
-        raise _todo(6, "FastSampler._shared_generator")
+    def _parts(self, x, params, routes, knobs, order):
+        """Steps 3-5 for the batch: ([(rows, e, cs, total, ids or None), ...], the exact route's rows [m]).
 
-    def _parts(self, x, params):
-        """Steps 2-5 for the batch: (greedy rows, [(rows, e, cs, total, ids or None), ...] for the others).
-
-        Rows without a filter sample over V in vocab order; rows with top-k (and maybe top-p) share one
-        window of the widest need; top-p-only rows start at WINDOW, widen while a window can pay off, and
-        fall back to the full (stable) sort. Every path gives a row the same numbers.
+        The top-k rows share a window of the widest top_k + 1, the top-p-only rows one of WINDOW, the plain rows
+        take the whole row in vocab order (ids None). One host sync finds the window rows that are not certain:
+        they join the exact route (their window results are computed, then overridden).
         """
-        # TODO(p08-fast.2): sort rows into greedy / top-k / top-p only / no filter; per-row tensors
-        #                   temperature [B, 1] (no 0 for greedy rows), top_k [B, 1], top_p [B, 1].
-        # TODO(p08-fast.4): top-p-only rows: row_mass = row_total(exp(z - max)) over all of V.
-        # TODO(p08-fast.3): width = the widest need (top_k + 1, or WINDOW); window_topk, then temperature
-        #                   on [n, W] only, then canonical_window.
-        # TODO(p08-fast.4): filter_window; uncertain rows: widen (top-p only) or the full stable sort.
-        raise _todo(2, "FastSampler._parts")
+        # TODO(p08-fast.3): per route (top_k, top_p, plain): its rows = the next slice of order; x's rows,
+        #                   the knobs' rows; width; window_topk, the temperature on [n, W] only, canonical_window.
+        # TODO(p08-fast.4): top-p-only rows: row_mass = row_total(exp(x / T - max)) over all of V; filter_window;
+        #                   exact rows = order's tail + the window rows that are not certain (one sync).
+        raise _todo(4, "FastSampler._parts")
+
+    def _exact(self, x, params, routes, knobs, rows, draw):
+        """Given: the exact route (course/selection.py) for rows [m]: tokens [m, 1] (draw) or probs [m, V]."""
+        k = knobs.index_select(0, rows)                                          # [m, 4]
+        return exact_rows(x.index_select(0, rows), k[:, :1].float(), k[:, 1:2].long(), k[:, 2:3],
+                          k[:, 3:] if draw else None, has_top_k=bool(routes.top_k or routes.exact),
+                          unit_temp=all(p.temperature == 1 for p in params if p.temperature >= GREEDY_TEMPERATURE))

@@ -1,11 +1,12 @@
 """p08-fast step checks T5-T6: filtered_probs on example 2's batch (ties at the top-p cut by token id,
-whatever the peers), and inverse_cdf. Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
+whatever the peers), inverse_cdf, and the streams (_uniforms, free). Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
 import torch
 
 from course import oracle
-from course.grader.checks import Fail, _noting, check, fmt_set
+from course.grader.checks import Fail, _noting, check, describe, fmt_set
 from tests.p08.context import params_text
 from course.sampling_params import GREEDY_TEMPERATURE as GREEDY
+from course.streams import stream_uniform
 from tests.p08_fast.checks_steps import call, need_tensor, rows_text, step
 
 
@@ -146,3 +147,48 @@ def _check_columns(ctx, cs, total, u, e, label):
             raise Fail(f"called inverse_cdf({shown}) -> row {r}: column {columns[r]}, expected {want} "
                        f"(u = {u[r, 0].item():.10g}, threshold {u[r, 0].item() * total[r, 0].item():.10g}; {label})", why,
                        where="inverse_cdf")
+
+
+# ---- T6 the streams ------------------------------------------------------------------------------------
+@check("T6.streams", "_uniforms 与 free（第 6 步）：每个请求自己的计数流，greedy 不抽，free 重来，无 seed 的共用一条",
+       "_uniforms and free (step 6): each request's own counted stream, greedy rows draw nothing, free restarts, "
+       "unseeded rows share one", hint=("p08-fast", 2, "s6"))
+def t6_streams(ctx):
+    sampler_cls = ctx.fn(ctx.sampler_name)
+    if not callable(getattr(sampler_cls, "_uniforms", None)):
+        ctx.notes.append(ctx.t("你的 FastSampler 没有 _uniforms(req_ids, params)：这一步不单独评分，由 I1、I5、E3 评你的随机流",
+                               "your FastSampler has no _uniforms(req_ids, params): this step is not graded on its own; "
+                               "I1, I5 and E3 grade your streams"))
+        return
+    sampler = _noting(f"called {ctx.sampler_name}()", sampler_cls)
+    p = ctx.params
+    seven, eight, greedy, unseeded, hot = p(seed=7), p(seed=8), p(temperature=0.0, seed=9), p(), p(seed=9)
+
+    def draw(req_ids, params, expected, label):
+        shown = f"_uniforms({req_ids}, [{', '.join(params_text(q) for q in params)}])"
+        got = _noting(f"called {shown}", sampler._uniforms, req_ids, params)
+        values = got.flatten().tolist() if isinstance(got, torch.Tensor) else list(got) if isinstance(got, (list, tuple)) else None
+        if values is None or len(values) != len(req_ids):
+            raise Fail(f"called {shown} -> {describe(got)}",
+                       ctx.t(f"期望 {len(req_ids)} 个浮点数（每行一个）", f"expected {len(req_ids)} floats, one per row"),
+                       where="FastSampler._uniforms")
+        for r, (v, want) in enumerate(zip(values, expected)):
+            if float(v) != want[0]:
+                raise Fail(f"called {shown} -> row {r}: {float(v)!r}, expected {want[0]!r} = {want[1]} ({label})",
+                           ctx.t("一个带 seed 的请求：第 n 次抽取 = stream_uniform(seed, n)，n 从 0 数起、跨 step 累加、free 后归零；"
+                                 "无 seed 的行共用一条流（key = torch.initial_seed()）；greedy 行不抽（0.0），也不计数",
+                                 "a seeded request's n-th draw = stream_uniform(seed, n), n counted from 0, across steps, "
+                                 "back to 0 after free; unseeded rows share one stream (key torch.initial_seed()); greedy rows "
+                                 "draw nothing (0.0) and count nothing"), where="FastSampler._uniforms")
+
+    def s(seed, n):
+        return stream_uniform(seed, n), f"stream_uniform({seed}, {n})"
+    key = torch.initial_seed()
+    draw(["a", "b", "c", "g"], [seven, eight, seven, greedy], [s(7, 0), s(8, 0), s(7, 0), (0.0, "0.0: greedy")],
+         "first step: c has a's seed and a stream of its own")
+    draw(["b", "a"], [eight, seven], [s(8, 1), s(7, 1)], "second step, another order")
+    draw(["u", "v"], [unseeded, unseeded], [s(key, 0), s(key, 1)], "unseeded rows: one shared stream")
+    draw(["g"], [hot], [s(9, 0)], "g was greedy before: it had drawn nothing")
+    _noting("called free('a')", sampler.free, "a")
+    _noting("called free('never-seen')", sampler.free, "never-seen")
+    draw(["a", "b", "w"], [seven, eight, unseeded], [s(7, 0), s(8, 2), s(key, 2)], "after free('a'): a starts again, b goes on")

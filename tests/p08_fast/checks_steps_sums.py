@@ -77,9 +77,9 @@ def t4_prefix_sum_and_row_total(ctx):
                 if not torch.equal(alone[0], total[r]):
                     raise Fail(f"called row_total(e[{r}:{r + 1}]) [1, {vocab}] -> {bits(alone.item())}, but row {r} of "
                                f"row_total(e) [6, {vocab}] -> {bits(total[r, 0].item())}",
-                               ctx.t("一行的总和不能取决于 batch：torch.sum 会把单独一行拆给几个线程，换一个只由 V 决定的加法树（两两对半相加）",
+                               ctx.t("一行的总和不能取决于 batch：torch.sum 会把单独一行拆给几个线程；换成 int64 定点数相加（整数加法与顺序无关）",
                                      "a row's total must not depend on the batch: torch.sum splits a lone row across threads; "
-                                     "use an adding tree fixed by V alone (pairwise halving)"),
+                                     "add int64 fixed-point units instead (integer adds do not depend on the order)"),
                                where="row_total")
     finally:
         torch.set_num_threads(threads)
@@ -131,7 +131,8 @@ def t4_filter_window(ctx):
         ("row a, top_k=1 keeps its maximum alone, W=4", worked[:1], 4, [1], [INF], [0.0], [True]),
         ("row c with top_p=0.9, W=4", worked[1:], 4, [0], [0.9], [row_c_mass], [False]),
         ("probs [0.5, 0.25, 0.15, 0.1], top_p=0.7 (blog bug 1)", blog, 4, [0], [0.7], [2.0], [True]),
-        ("ties at the k-th value, top_k=2", ties, 6, [2], [INF], [0.0], [True]),
+        ("ties at the k-th value, top_k=2: the run goes on past column k", ties, 6, [2], [INF], [0.0], [False]),
+        ("the same row with top_k=4: the k-th value is above column k", ties, 6, [4], [INF], [0.0], [True]),
         ("a tie run up to the window's end, top_k=2", ties, 4, [2], [INF], [0.0], [False]),
         ("a tie run up to the window's end, top_k=2, top_p=0.3 keeps 1", ties, 4, [2], [0.3], [0.0], [False]),
         ("8 equal values, top-p only: the kept run (3 of them) ties the window's last value, W=4", torch.zeros(1, 8), 4,
@@ -193,10 +194,11 @@ def t4_filter_window(ctx):
                            where="filter_window")
             if sure[r] != certain[r]:
                 raise Fail(f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})",
-                           ctx.t("只有保留集合在窗口里面严格结束时才算 certain：最后保留的值和第 k 大的值都 > 窗口最后一个值"
-                                 "（否则一串相等的值可能延续到窗口外）",
-                                 "certain only when the kept set ends strictly inside the window: the last kept value and the "
-                                 "k-th value both > the window's last value (or a run of equal values may go on outside)"),
+                           ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
+                                 "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
+                                 "certain is judged by the row alone: a top-k row needs its k-th value > the value right after it "
+                                 "(column k); a top-p-only row needs its last kept value > the window's last value (otherwise a "
+                                 "run of equal values may go on outside, and the width W is set by the peers)"),
                            where="filter_window")
             key = (tuple(x[r if n > 1 else 0].tolist()), top_k[r], top_p[r])
             mine = (e[r, :n_kept].tolist(), total[r, 0].item(), cs[r, :min(width, 4)].tolist())

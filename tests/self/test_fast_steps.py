@@ -11,12 +11,14 @@ from tests.self.mutants_fast_steps import FAST_STEPS
 
 # (check id, the stub functions it needs), in TODO order
 STEPS = [("T1.penalized_fp32", ["penalized_fp32"]),
+         ("T2.route", ["route"]),
          ("T3.window_topk", ["window_topk"]),
          ("T3.canonical_window", ["canonical_window"]),
          ("T4.prefix_sum", ["prefix_sum", "row_total"]),
          ("T4.filter_window", ["filter_window"]),
          ("T5.filtered_probs", ["FastSampler"]),
-         ("T6.inverse_cdf", ["inverse_cdf"])]
+         ("T6.inverse_cdf", ["inverse_cdf"]),
+         ("T6.streams", ["FastSampler"])]
 IDS = [cid for cid, _ in STEPS]
 
 
@@ -63,6 +65,7 @@ def test_each_step_turns_green_as_it_is_written(tmp_path):
              for a in n.names}
     known |= {t.id for n in stub_module.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     known |= set(stub)
+    filled, passed = set(), []
     for done in range(len(STEPS) + 1):
         for _, names in STEPS[:done]:
             for name in names:
@@ -71,15 +74,20 @@ def test_each_step_turns_green_as_it_is_written(tmp_path):
                     text += "\n\n\n# the solution's helpers the sampler uses\n" + extras + "\n"
                 text = text.replace(stub[name], solution[name])
                 stub[name] = solution[name]
+                filled.add(name)
         path = tmp_path / f"after_{done}_steps.py"
         path.write_text(text, encoding="utf-8")
         results = run("p08-fast", path, IDS)
         statuses = [results[cid].status for cid in IDS]
-        assert statuses == ["pass"] * done + ["todo"] * (len(STEPS) - done), (done, statuses,
-                                                                             {c: r.lines for c, r in results.items()})
-        for cid, names in STEPS[done:]:
-            line = results[cid].lines[0]
-            assert line.startswith("not implemented yet: ") and any(n in line for n in names + ["FastSampler."]), line
+        expected = ["pass" if set(names) <= filled else "todo" for _, names in STEPS]   # FastSampler: T5, T6.streams
+        assert statuses == expected, (done, statuses, {c: r.lines for c, r in results.items()})
+        for (cid, names), status in zip(STEPS, statuses):
+            if status == "todo":
+                line = results[cid].lines[0]
+                assert line.startswith("not implemented yet: "), line
+                assert any(n in line for n in names + ["FastSampler."]), line
+        passed.append(statuses.count("pass"))
+    assert passed == sorted(passed) and passed[0] == 0 and passed[-1] == len(STEPS), passed   # the count rises by step
 
 
 @pytest.mark.parametrize("mutant", FAST_STEPS, ids=[m.name for m in FAST_STEPS])

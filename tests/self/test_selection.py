@@ -1,4 +1,4 @@
-"""The fast path's top-p by selection (solutions/p08_sampler_fast.py): exact against a sort and against the
+"""The fast path's exact route, top-k and top-p by selection (course/selection.py): exact against a sort and against the
 reference on crafted rows, and bit-for-bit batch invariant whichever way a row goes. Property-based with fixed
 seeds; no wall-clock asserts."""
 import random
@@ -6,10 +6,9 @@ import random
 import pytest
 import torch
 
-from course import bench, oracle
+from course import bench, oracle, selection
 from course.bench.baselines import ROOT, load_module
 from course.notebook.radix_demo import top_p_buckets
-from course.selection import _exp_
 
 FAST = load_module(ROOT / "solutions" / "p08_sampler_fast.py")
 REF = load_module(ROOT / "solutions" / "p08_sampler.py")
@@ -44,16 +43,16 @@ def test_selection_crossing_equals_a_full_sort(vocab):
     g = torch.Generator().manual_seed(vocab)
     x = crafted_rows(g, vocab)                                                   # [8, V]
     temp = torch.tensor([[1.0], [0.7], [1.3], [1.0], [1.0], [0.5], [1.0], [2.0]])
-    e, bucket, units = FAST.weights_and_buckets(x / temp)
+    e, bucket, units = selection.weights_and_buckets(x / temp)
     for weight in (units, None):
         w = torch.ones_like(units) if weight is None else units
-        cum = FAST.bucket_cumsum(bucket, weight)
+        cum = selection.bucket_cumsum(bucket, weight)
         total = cum[:, -1:]
         for trial in range(6):
             frac = (torch.rand(8, 1, generator=g, dtype=torch.float64) if trial
                     else torch.ones(8, 1, dtype=torch.float64))
             quota = torch.minimum((frac * total.double()).ceil().long().clamp(1, None), total)  # [8, 1]
-            got = FAST.select_crossing(x, temp, bucket, weight, cum, quota)
+            got = selection.select_crossing(x, temp, bucket, weight, cum, quota)
             want = sorted_crossing(x, temp, w, quota)
             for a, b in zip(got, want):
                 assert torch.equal(a, b), (vocab, weight is None, trial, quota[:, 0].tolist())
@@ -152,14 +151,6 @@ def test_draws_follow_the_filtered_distribution():
         top = probs[i].topk(5).indices                                           # the likeliest few
         assert not oracle.sigma_violations(counts[i][top].tolist() + [draws - counts[i][top].sum().item()],
                                            probs[i][top].tolist() + [1 - probs[i][top].sum().item()], draws)
-
-
-def test_exp_in_pieces_is_elementwise_exact():
-    """The premise of _exp_: torch.exp of a float is the same whether computed alone, in a batch or in pieces."""
-    x = torch.randn(5000, generator=torch.Generator().manual_seed(13)) * 10
-    whole = x.exp()
-    assert torch.equal(_exp_(x.clone()), whole)
-    assert torch.equal(torch.cat([x[i:i + 37].exp() for i in range(0, 5000, 37)]), whole)
 
 
 @pytest.mark.parametrize("shape", ["flat", "heavy", "peaked"])

@@ -1,12 +1,15 @@
-"""The fast path's cheap reads (course/chunks.py, running_sum) and its plumbing (penalised rows sampled apart,
-inference mode): exact against torch on crafted rows, and bit-for-bit batch invariant. Fixed seeds."""
+"""The fast path's window (window_topk's chunk maxima), its CPU prefix sums, its streams and its plumbing (every
+route in one batch, inference mode): exact against torch on crafted rows, bit-for-bit batch invariant, and a
+cost per call that does not grow with the batch. Fixed seeds."""
 import pytest
 import torch
 
 from course.bench.baselines import ROOT, load_module
-from course.chunks import CHUNK, argmax_rows, chunk_maxima
+from course.bench import make_batch, make_logits, opcount
+from course.streams import stream_uniform
 
 FAST = load_module(ROOT / "solutions" / "p08_sampler_fast.py")
+CHUNK = FAST.CHUNK
 P = FAST.SamplingParams
 INF = float("inf")
 
@@ -29,32 +32,16 @@ def crafted(vocab, g):
 
 
 @pytest.mark.parametrize("vocab", [4096, 4096 + 37, 50257])
-def test_window_topk_is_torch_topk_on_the_listed_rows(vocab):
-    """Same values as torch.topk (in order), ids that point at them, distinct; any subset of rows, given maxima."""
+def test_window_topk_is_torch_topk(vocab):
+    """Same values as torch.topk (in order), ids that point at them, distinct; contiguous rows or strided views."""
     made = crafted(vocab, torch.Generator().manual_seed(vocab))
     wide = torch.cat([made, torch.randn(len(made), 3, generator=torch.Generator().manual_seed(3))], 1)
     for x in (made, wide[:, :vocab], wide[:, :vocab].t().contiguous().t()):     # contiguous, then two strided views
-        for rows in (None, torch.tensor([7, 0, 5]), torch.tensor([4])):
-            picked = x if rows is None else x[rows]
-            for width in (1, 2, 41, vocab // CHUNK // 4):
-                for maxima in (None, chunk_maxima(x)):
-                    vals, ids = FAST.window_topk(x, width, rows, maxima)
-                    assert torch.equal(vals, torch.topk(picked, width, dim=-1).values), (vocab, rows, width)
-                    assert torch.equal(picked.gather(1, ids), vals), (vocab, rows, width)
-                    assert all(len(set(r)) == width for r in ids.tolist()), (vocab, rows, width)
-
-
-@pytest.mark.parametrize("vocab", [1024, 4096 + 37, 50257])
-def test_argmax_rows_is_torch_argmax(vocab):
-    """The first maximum, as torch.argmax finds it: ties across chunks, the tail, +-inf, NaN."""
-    x = crafted(vocab, torch.Generator().manual_seed(vocab + 1))
-    nan = torch.randn(1, vocab)
-    nan[0, vocab // 2] = float("nan")
-    x = torch.cat([x, nan])
-    rows = torch.arange(len(x))
-    assert torch.equal(argmax_rows(x, rows, chunk_maxima(x)), torch.argmax(x, dim=-1))
-    some = torch.tensor([6, 1, 9])
-    assert torch.equal(argmax_rows(x, some, chunk_maxima(x)), torch.argmax(x[some], dim=-1))
+        for width in (1, 2, 41, vocab // CHUNK // 4):
+            vals, ids = FAST.window_topk(x, width)
+            assert torch.equal(vals, torch.topk(x, width, dim=-1).values), (vocab, width)
+            assert torch.equal(x.gather(1, ids), vals), (vocab, width)
+            assert all(len(set(r)) == width for r in ids.tolist()), (vocab, width)
 
 
 def test_cpu_cumsum_is_one_float64_pass_per_row_for_any_width_and_batch():
@@ -85,11 +72,11 @@ def mixed_batch(batch, vocab, g):
     return [f"r{i}" for i in range(batch)], params, prev
 
 
-def test_penalised_rows_sampled_apart_match_each_row_alone():
-    """A batch big enough to sample its penalised rows apart gives each row the token it gets alone, and
-    leaves the caller's logits untouched; filtered_probs too."""
+def test_every_route_in_one_batch_matches_each_row_alone():
+    """A batch with greedy, top-k, top-p-only, plain and exact rows (top_k 300 > WINDOW_K), penalised or not,
+    gives each row the token and the probabilities it gets alone, and leaves the caller's logits untouched."""
     g = torch.Generator().manual_seed(11)
-    batch, vocab = 12, 50257                                                     # 12 * 50257 >= 2 ** 18
+    batch, vocab = 12, 50257
     logits = torch.randn(batch, vocab, generator=g) * 3
     before = logits.clone()
     req_ids, params, prev = mixed_batch(batch, vocab, g)
@@ -117,3 +104,35 @@ def test_sample_returns_an_ordinary_tensor_the_caller_can_write():
     assert not tokens.is_inference() and not probs.is_inference()
     tokens[0] = 7                                                                # an in-place write works
     probs.mul_(2.0)
+
+
+def test_stream_uniform_is_a_pure_function_of_seed_and_count():
+    """The same (seed, n) gives the same float in [0, 1); neighbouring seeds and counts give unrelated ones."""
+    draws = [[stream_uniform(seed, n) for n in range(200)] for seed in (0, 1, 1000, 1001, -5, 2 ** 70 + 3)]
+    assert draws[2][:5] == [stream_uniform(1000, n) for n in range(5)]
+    flat = [u for row in draws for u in row]
+    assert all(0.0 <= u < 1.0 for u in flat) and len(set(flat)) == len(flat)
+    mean = sum(flat) / len(flat)                                                 # 1200 uniforms: sd of the mean 0.0083
+    assert abs(mean - 0.5) < 6 * (1 / 12 / len(flat)) ** 0.5
+    shifted = [stream_uniform(1001, n) for n in range(199)]
+    assert shifted != draws[2][1:]                                               # seed + 1 is not the stream moved on
+
+
+@pytest.mark.parametrize("mix", ["seed004", "mixed"])
+def test_ops_syncs_and_uploads_per_call_do_not_grow_with_the_batch(mix):
+    """For one mix of routes, a sample() call issues the same torch ops and host syncs at B = 8, 64 and 256
+    (counted by the profiler: deterministic); seed 004's mix syncs once and uploads once (the knobs and uniforms);
+    the mixed one uploads at most twice (step 1's penalty pairs too). Eight rows repeated: the same routes at
+    every B, exact route included."""
+    counts = {}
+    for batch in (8, 64, 256):
+        logits = make_logits(8, 4096, "peaked").repeat(batch // 8, 1)          # [B, V]
+        _, params, prev = make_batch(8, 4096, mix, seed=0)
+        params, prev = params * (batch // 8), prev * (batch // 8)
+        req_ids = [f"r{i}" for i in range(batch)]
+        sampler = FAST.FastSampler()
+        counts[batch] = opcount.count(lambda: sampler.sample(logits, req_ids, params, prev))
+    assert counts[8] == counts[64] == counts[256], counts
+    assert counts[8].uploads <= (1 if mix == "seed004" else 2), counts
+    if mix == "seed004":
+        assert counts[8].syncs == 1, counts

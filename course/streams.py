@@ -1,0 +1,28 @@
+"""Counter-based random streams: a request's n-th uniform is a pure function of (its seed, n).
+
+The fast path's step 6 (solutions/p08_sampler_fast.py) keeps no generator object per request, only a count of
+the draws each request has made. Its n-th uniform is `stream_uniform(seed, n)`: SplitMix64 (Steele, Lea and
+Flood, 2014), whose n-th output for a seed s is mix(s + (n + 1) * GAMMA). The seed is mixed once first, so
+neighbouring seeds (1000, 1001, ...) do not give shifted copies of one stream.
+
+Why a counter instead of a torch.Generator per request: a generator must be called once per seeded row (one op
+each, so a call's cost grows with the batch), while a counter is a Python int. The uniforms of the whole batch
+are computed on the host with the other per-row knobs and reach the device in the one upload the call makes
+anyway. The stream keeps the contract of a generator: continuous across steps (the count goes on), reset by
+free (the count is dropped), decided by the seed, and the same in any batch (nothing in it depends on the
+other rows). vLLM's and SGLang's seeded sampling key their streams the same way, on the device.
+"""
+MASK = (1 << 64) - 1
+GAMMA = 0x9E3779B97F4A7C15      # 2**64 / the golden ratio, odd: SplitMix64's step
+
+
+def mix64(z: int) -> int:
+    """SplitMix64's finaliser: a 64-bit integer to a well-mixed 64-bit integer (a bijection)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def stream_uniform(seed: int, n: int) -> float:
+    """The n-th uniform (n = 0, 1, ...) of the stream keyed by seed: 53 random bits as a float64 in [0, 1)."""
+    return (mix64((mix64(seed & MASK) + (n + 1) * GAMMA) & MASK) >> 11) * 2.0 ** -53

@@ -1,0 +1,86 @@
+"""p08-fast step check T2: route(params, vocab) puts each row on its route by its own params alone. Helpers and the
+rules of the step checks: tests/p08_fast/checks_steps.py."""
+from course.grader.checks import Fail, check, describe
+from tests.p08_fast.checks_steps import call, step
+
+ROUTES = ("greedy", "top_k", "top_p", "plain", "exact")
+VOCAB = 1000
+
+
+def _cases(ctx, window_k):
+    """(params, expected route, why) for rows that sit on every edge of the rule."""
+    p = ctx.params
+    return [
+        (p(temperature=0.0), "greedy", "temperature 0"),
+        (p(temperature=0.0, top_k=5, top_p=0.5), "greedy", "temperature 0 with filters: still greedy"),
+        (p(temperature=9e-6, top_k=300), "greedy", "temperature 9e-6 < 1e-5"),
+        (p(temperature=1e-5, top_k=5), "top_k", "temperature 1e-5 is not greedy"),
+        (p(top_k=5), "top_k", "top_k 5"),
+        (p(top_k=40, top_p=0.9), "top_k", "top_k 40 and top_p 0.9: top-k on"),
+        (p(top_k=1), "top_k", "top_k 1"),
+        (p(top_k=window_k), "top_k", f"top_k = WINDOW_K = {window_k}"),
+        (p(top_k=window_k + 1), "exact", f"top_k = WINDOW_K + 1 = {window_k + 1}"),
+        (p(top_k=VOCAB - 1, top_p=0.5), "exact", f"top_k = V - 1 = {VOCAB - 1}: on, above WINDOW_K"),
+        (p(top_k=VOCAB, top_p=0.9), "top_p", f"top_k = V = {VOCAB} is off, top_p 0.9"),
+        (p(top_k=VOCAB + 5), "plain", "top_k = V + 5 is off, top_p 1"),
+        (p(top_k=0, top_p=0.9), "top_p", "top_k 0 is off, top_p 0.9"),
+        (p(top_k=-1, top_p=0.999), "top_p", "top_k -1, top_p 0.999"),
+        (p(top_k=-2), "plain", "top_k -2 is off, top_p 1"),
+        (p(), "plain", "defaults: no filter"),
+        (p(temperature=1.7, repetition_penalty=1.3, seed=3), "plain", "temperature 1.7 and a penalty, no filter"),
+    ]
+
+
+def _placed(ctx, got, n, shown):
+    """{row: route name} from the learner's Routes; rows that appear twice, or outside [0, n), fail."""
+    where = {}
+    for name in ROUTES:
+        rows = getattr(got, name, None)
+        if rows is None:
+            raise Fail(f"called route({shown}) -> {describe(got)}",
+                       ctx.t(f"期望 Routes(greedy, top_k, top_p, plain, exact)：没有 {name}",
+                             f"expected Routes(greedy, top_k, top_p, plain, exact): it has no {name}"), where="route")
+        rows = list(rows.tolist() if hasattr(rows, "tolist") else rows)
+        if rows != sorted(rows):
+            raise Fail(f"called route({shown}) -> {name} = {rows}",
+                       ctx.t("每个列表按 batch 行号升序", "each list holds batch rows in ascending order"), where="route")
+        for row in rows:
+            if not (isinstance(row, int) and 0 <= row < n) or row in where:
+                raise Fail(f"called route({shown}) -> row {row!r} in {name}" + (f" and in {where[row]}" if row in where else ""),
+                           ctx.t(f"每一行（0..{n - 1}）恰好在一个列表里", f"each row (0..{n - 1}) goes in exactly one list"),
+                           where="route")
+            where[row] = name
+    missing = [r for r in range(n) if r not in where]
+    if missing:
+        raise Fail(f"called route({shown}) -> rows {missing} in no list",
+                   ctx.t(f"每一行（0..{n - 1}）恰好在一个列表里", f"each row (0..{n - 1}) goes in exactly one list"), where="route")
+    return where
+
+
+@check("T2.route", "route（第 2 步）：每一行按自己的参数走 greedy / top_k / top_p / plain / exact",
+       "route (step 2): each row goes greedy / top_k / top_p / plain / exact by its own params",
+       hint=("p08-fast", 2, "s2"))
+@step("route")
+def t2_route(ctx):
+    window_k = getattr(ctx.impl, "WINDOW_K", 256)
+    cases = _cases(ctx, window_k)
+    params = [p for p, _, _ in cases]
+    shown = f"{len(params)} rows, vocab={VOCAB}"
+    where = _placed(ctx, call(ctx, "route", shown, params, VOCAB), len(params), shown)
+    for row, (p, want, _) in enumerate(cases):        # first the rows alone: a route may not depend on the peers
+        alone = _placed(ctx, call(ctx, "route", f"[row {row}], vocab={VOCAB}", [p], VOCAB), 1, f"[row {row}], vocab={VOCAB}")
+        if alone[0] != where[row]:
+            raise Fail(f"called route([row {row}], vocab={VOCAB}) -> {alone[0]}, but in the batch of {len(params)} -> "
+                       f"{where[row]}",
+                       ctx.t("一行走哪条路只能由它自己的参数决定：路线不同，数值就不同，批不变性就没了",
+                             "a row's route must depend on its own params alone: another route computes other floats, "
+                             "and batch invariance is gone"), where="route")
+
+    for row, (p, want, why) in enumerate(cases):
+        if where[row] != want:
+            raise Fail(f"called route({shown}) -> row {row} (temperature={p.temperature}, top_k={p.top_k}, "
+                       f"top_p={p.top_p}) in {where[row]}, expected {want} ({why})",
+                       ctx.t("greedy 先判（temperature < 1e-5，不管过滤参数）；top_k 开启 = 0 < top_k < V：<= WINDOW_K 走 top_k，"
+                             "更大走 exact；只开 top_p（< 1）走 top_p；都不开走 plain",
+                             "greedy first (temperature < 1e-5, whatever the filters); top-k on = 0 < top_k < V: top_k up to "
+                             "WINDOW_K, exact above; top-p only (< 1): top_p; nothing on: plain"), where="route")
