@@ -68,3 +68,132 @@ def impl_label(module, lang="zh") -> str:
     """A short 'whose code' tag for a panel (the full note is printed once, by the notebook's setup cell)."""
     path = relpath(module.__file__)
     return pick(lang, f"代码：{path}", f"code: {path}")
+
+
+# ---- p08-fast: each step from mine/p08_sampler_fast.py once it runs, else from the reference -------------------
+FAST_STEPS = ("penalized_fp32", "route", "window_topk", "canonical_window", "prefix_sum", "row_total", "filter_window",
+              "inverse_cdf", "FastSampler._parts", "FastSampler._uniforms", "FastSampler")
+
+
+def _fast_probes(module) -> dict:
+    """{step: a call on a tiny input}: each raises NotImplementedError while that step (or one it uses) is a stub."""
+    x = torch.tensor([[2.0, 1.0, 0.5, 0.0]])                                          # [1, V=4]
+    z, ids = torch.tensor([[2.0, 1.0, 1.0, 0.0]]), torch.tensor([[0, 2, 1, 3]])       # [1, 4] a descending window
+    one = lambda v, dtype=torch.float32: torch.tensor([[v]], dtype=dtype)              # noqa: E731  [1, 1]
+    params = [SamplingParams(top_k=2, top_p=0.9, seed=0)]
+
+    def parts():
+        routes = module.route(params, 4)
+        knobs, order = module._upload(params, routes, [0.5], 4, "cpu")
+        return module.FastSampler()._parts(x, params, routes, knobs, order)
+
+    def uniforms():
+        sampler = module.FastSampler()
+        sampler._uniforms(["probe"], params)
+        sampler.free("probe")
+
+    def whole():
+        sampler = module.FastSampler()
+        sampler.sample(x, ["probe"], params, [[]])
+        sampler.filtered_probs(x, params, [[]])
+        sampler.free("probe")
+
+    return {"penalized_fp32": lambda: module.penalized_fp32(x, [SamplingParams(repetition_penalty=1.5)], [[0]]),
+            "route": lambda: module.route(params, 4),
+            "window_topk": lambda: module.window_topk(x, 2),
+            "canonical_window": lambda: module.canonical_window(z, ids),
+            "prefix_sum": lambda: module.prefix_sum(z),
+            "row_total": lambda: module.row_total(torch.exp(x - 2.0)),
+            "filter_window": lambda: module.filter_window(z, one(2, torch.long), one(0.9), None, False),
+            "inverse_cdf": lambda: module.inverse_cdf(z.cumsum(-1), one(6.0), one(0.5, torch.float64), z),
+            "FastSampler._parts": parts, "FastSampler._uniforms": uniforms, "FastSampler": whole}
+
+
+def _runs(call) -> bool:
+    try:
+        call()
+    except (NotImplementedError, AttributeError):
+        return False
+    except Exception:                # a bug, not a stub: keep the learner's code so they see it
+        pass
+    return True
+
+
+class FastImpl:
+    """The fast path's steps as the notebook calls them: `fast.window_topk(...)`, `fast.FastSampler()`, ...
+
+    Each step comes from the learner's mine/p08_sampler_fast.py once it runs (a bug included: it shows), else from
+    the reference. `fast.label("window_topk", ...)` says whose code a cell ran; `fast.note` says it for every step.
+    The given code (constants, `_upload`, the exact route) and the FastSampler methods are taken the same way:
+    `fast.sampler("FastSampler._parts")` is an instance of the class whose `_parts` runs.
+    """
+
+    def __init__(self, use_reference=False, lang="zh", mine_path=None):
+        problem = get("p08-fast")
+        self.lang, self.reference = lang, load_module(problem.path("solution"), "reference_fast")
+        self.ref_path, path = problem.solution, mine_path or problem.path("stub")
+        self.mine_path, self.mine, self.error = relpath(path), None, None
+        if not use_reference:
+            try:
+                self.mine = load_module(path, "mine_fast")
+            except Exception as error:
+                self.error = f"{type(error).__name__}: {error}"
+        probes = _fast_probes(self.mine) if self.mine is not None else {}
+        self.source = {step: self.mine if step in probes and _runs(probes[step]) else self.reference
+                       for step in FAST_STEPS}
+        for step in FAST_STEPS[:8]:
+            setattr(self, step, getattr(self.source[step], step))
+        self.FastSampler = self.source["FastSampler"].FastSampler
+        for name in ("WINDOW", "WINDOW_K", "CHUNK", "Routes", "_upload", "_prefix", "exact_rows", "stream_uniform"):
+            setattr(self, name, getattr(self.reference, name))              # given code: the same in both files
+
+    def sampler(self, step="FastSampler"):
+        """A fresh instance of the FastSampler class whose `step` runs (mine's once it does)."""
+        return self.source[step].FastSampler()
+
+    def yours(self, step) -> bool:
+        return self.source[step] is self.mine
+
+    @property
+    def mine_steps(self) -> list:
+        return [s for s in FAST_STEPS if self.yours(s)]
+
+    @property
+    def stub_steps(self) -> list:
+        return [s for s in FAST_STEPS if not self.yours(s)]
+
+    def label(self, *steps) -> str:
+        """One line: whose code ran these steps, e.g. 'code: window_topk from mine/p08_sampler_fast.py'."""
+        groups = {}
+        for step in steps:
+            groups.setdefault(self.mine_path if self.yours(step) else self.ref_path, []).append(step)
+        parts = [pick(self.lang, f"{', '.join(names)} 来自 {path}", f"{', '.join(names)} from {path}")
+                 for path, names in groups.items()]
+        return pick(self.lang, "代码：", "code: ") + " · ".join(parts)
+
+    @property
+    def note(self) -> str:
+        """What runs below, said once by the notebook's setup cell."""
+        lang, mine, ref = self.lang, self.mine_path, self.ref_path
+        if self.mine is None and self.error is None:
+            return pick(lang, f"展示参考解 {ref}", f"showing the reference {ref}")
+        if self.error is not None:
+            return pick(lang, f"{mine} 无法导入（{self.error}），下面全部展示参考解 {ref}",
+                        f"{mine} cannot be imported ({self.error}); showing the reference {ref} throughout")
+        if not self.stub_steps:
+            return pick(lang, f"展示你的实现 {mine}（每一步都已实现）",
+                        f"showing your implementation {mine} (every step runs)")
+        if not self.mine_steps:
+            return pick(lang, f"{mine} 还是桩代码（没有一步已实现），下面展示参考解 {ref}；实现一步后重新运行，就会看到你自己的结果",
+                        f"{mine} is still a stub (no step runs yet); showing the reference {ref}. Re-run once a step "
+                        f"is done to see your own results")
+        yours = ", ".join(self.mine_steps)
+        return pick(lang, f"{mine}：你的代码用于 {yours}；还是桩代码的步骤由参考解 {ref} 代替："
+                          f"{', '.join(self.stub_steps)}。实现一步后重新运行，就会看到你自己的结果。",
+                    f"{mine}: your code runs {yours}; the reference {ref} stands in for the steps that are "
+                    f"still stubs: {', '.join(self.stub_steps)}. Re-run once a step is done to see your own results.")
+
+
+def choose_fast_impl(use_reference=False, lang="zh", mine_path=None) -> FastImpl:
+    """The fast path's steps for the notebook: mine/p08_sampler_fast.py's where they run, else the reference's."""
+    return FastImpl(use_reference, lang, mine_path)
