@@ -13,12 +13,15 @@ WHY = {  # method that beat the fast path -> why (one sentence each)
              "the blog's code does less work because it is wrong: one parameter set and one global draw for the "
              "whole batch, no penalty"),
     "reference": ("batch 和词表都小（例如 B = 8、V = 4096）时，每行要做的事太少，逐行循环的几次小运算比快速路径固定的几遍额外计算"
-                  "（窗口、加宽、整行质量）更便宜",
+                  "（路线、窗口、整行质量、一次同步）更便宜",
                   "with a small batch and vocabulary (e.g. B = 8, V = 4096) a row has so little work that the loop's few "
-                  "small ops cost less than the fast path's fixed extra passes (the window, widening, the full-row mass)"),
-    "full_sort": ("保留集合几乎是整个词表（平坦的 logits、只开 top-p）时，快速路径本来就退回到同样的整行排序，两者只差测量抖动",
-                  "when the kept set is most of the vocabulary (flat logits, top-p only) the fast path falls back "
-                  "to the same full sort, so the two differ by noise only"),
+                  "small ops cost less than the fast path's fixed extra passes (the routes, the window, the full-row mass, "
+                  "the one sync)"),
+    "full_sort": ("保留集合几乎是整个词表（平坦的 logits、只开 top-p）时，窗口不 certain，快速路径先算了窗口、再走精确路线"
+                  "（整行分桶、整数求和），每行多读几遍 V，一次整行排序可能并不比这慢",
+                  "when the kept set is most of the vocabulary (flat logits, top-p only) the window is not certain: "
+                  "the fast path computes the window, then the exact route (buckets and integer sums over the whole "
+                  "row), a few more passes over V, which one full sort can match"),
 }
 
 

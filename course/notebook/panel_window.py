@@ -1,10 +1,11 @@
-"""The fast-path notebook's panel: one row's sorted top-k window, the kept prefix inside it, and when the
-window must widen or fall back to a full sort.
+"""The fast-path notebook's panel: one row's route, its one window, the kept prefix inside it, and whether the
+window is certain (judged by the row alone) or the row takes the exact route.
 
-An ILLUSTRATION of the rule in solutions/p08_sampler_fast.py, computed here with plain sorts so that the
-notebook does not depend on that file's internals: a top-k row looks at W = top_k + 1 columns; a top-p-only
-row starts at WINDOW columns and widens (x GROW, or to what it provably needs) until the kept set ends
-strictly inside the window, or sorts the whole row once a window would cover more than V / SORT_FRACTION.
+The numbers come from the fast path's own step functions (course.notebook.impl_choice.FastImpl: the learner's
+mine/p08_sampler_fast.py once a step runs, else the reference), the way FastSampler._parts calls them:
+route -> window_topk(x, W) with W = top_k + 1 (a top-k row) or WINDOW (a top-p-only row) -> canonical_window on
+window / temperature -> filter_window -> certain? An uncertain row, and a row with top_k > WINDOW_K, take the
+exact route (course/selection.py, given code). Only the picture's ranking is a plain sort.
 build_window_panel() -> (widgets, figure); fig._p08_state holds the numbers the picture shows.
 """
 import ipywidgets as W
@@ -12,16 +13,20 @@ import torch
 from matplotlib.figure import Figure
 
 from course.lang import pick
+from course.notebook.impl_choice import choose_fast_impl
 from course.notebook.layout import panel_box, slider_sizes
 from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
+from course.sampling_params import SamplingParams
 
-WINDOW, GROW, SORT_FRACTION = 64, 8, 8   # the solution's defaults at the time of writing
 VOCAB = 4096
+INF = float("inf")
 WIDE = {"description_width": "initial"}
+STEPS = ("route", "window_topk", "canonical_window", "row_total", "filter_window")
 
 
 def window_rows(vocab=VOCAB) -> dict:
-    """Rows for the picker [V] each: Zipf-shaped peaked (alpha 1.5), heavy-tailed (alpha 1.25), nearly flat."""
+    """Rows for the picker [V] each: Zipf-shaped peaked (alpha 1.5), heavy-tailed (alpha 1.25), nearly flat, and
+    the peaked row rounded to bf16 (equal values from rank 60 on: a tie at the k-th value)."""
     g = torch.Generator().manual_seed(0)
     ranks = torch.arange(1, vocab + 1, dtype=torch.float32)                           # [V]
     perm = torch.randperm(vocab, generator=g)                                         # [V] ids in random order
@@ -31,93 +36,135 @@ def window_rows(vocab=VOCAB) -> dict:
         row[perm] = -alpha * torch.log(ranks)
         rows[name] = row
     rows["flat"] = 0.05 * torch.randn(vocab, generator=g)                             # [V]
+    rows["bf16"] = rows["peaked"].bfloat16().float()                                  # [V] ties
     return rows
 
 
-def window_plan(row, temperature, top_k, top_p) -> dict:
-    """The kept set in sorted order and the windows the fast path would try for this row."""
-    vocab = len(row)
-    z, order = torch.sort(torch.as_tensor(row, dtype=torch.float32) / temperature, descending=True, stable=True)  # [V]
-    probs = torch.softmax(z, -1)                                                      # [V] sorted, whole row
-    top_k_on, top_p_on = 0 < top_k < vocab, 0 < top_p < 1
-    n_top_k = int((z >= z[top_k - 1]).sum()) if top_k_on else vocab                  # ties with the k-th stay
+def _route_name(routes) -> str:
+    return next(name for name in ("greedy", "top_k", "top_p", "plain", "exact") if getattr(routes, name))
+
+
+def window_plan(fast, row, temperature, top_k, top_p) -> dict:
+    """One row through the fast path's steps 2-4: its route, window width W, kept count, certainty and kept ids.
+
+    fast: a FastImpl (course.notebook.impl_choice). route 'top_k' / 'top_p': one window of W columns; certain ->
+    the window's kept set; not certain -> the exact route's. route 'exact' (top_k > WINDOW_K): no window.
+    route 'plain': no filter, the whole row. Keys: route, width, certain, n_kept, kept_ids, reason (the two values
+    certainty compares, or None), sorted_probs / after_k (for the picture), params.
+    """
+    x = torch.as_tensor(row, dtype=torch.float32)[None]                              # [1, V]
+    vocab = x.shape[1]
+    params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p)
+    route = _route_name(fast.route([params], vocab))
+    temp = torch.tensor([[temperature]])                                              # [1, 1]
+    k = torch.tensor([[top_k if 0 < top_k < vocab else 0]])                           # [1, 1] 0 = off
+    p = torch.tensor([[top_p if top_p < 1 else INF]])                                 # [1, 1] inf = off
+    width, certain, reason, window_kept = None, None, None, None
+    if route in ("top_k", "top_p"):
+        width = min(vocab, top_k + 1 if route == "top_k" else fast.WINDOW)
+        values, ids = fast.window_topk(x, width)                                      # [1, W] step 3
+        z, ids = fast.canonical_window(values / temp, ids)                            # [1, W]
+        row_mass = fast.row_total(torch.exp(x / temp - z[:, :1])) if route == "top_p" else None  # [1, 1]
+        e, _, _, sure = fast.filter_window(z, k, p, row_mass, complete=width == vocab)  # step 4
+        certain = bool(sure[0])
+        n_window = int((e > 0).sum())
+        window_kept = sorted(int(i) for i in ids[e > 0])
+        if width < vocab:                                                             # the two values it compares
+            left = top_k - 1 if route == "top_k" else n_window - 1
+            right = top_k if route == "top_k" else width - 1
+            reason = (left, float(z[0, left]), right, float(z[0, right]))
+    if route == "plain":
+        kept_ids = list(range(vocab))
+    elif certain:
+        kept_ids = window_kept
+    else:                                                                             # the exact route, given code
+        probs = fast.exact_rows(x, temp, k, p.double(), None, has_top_k=bool(k.item()))  # [1, V]
+        kept_ids = torch.nonzero(probs[0] > 0).flatten().tolist()
+    z_all, order = torch.sort(x[0] / temperature, descending=True, stable=True)       # [V] the picture's ranking
+    probs = torch.softmax(z_all, -1)                                                  # [V]
+    n_top_k = int((z_all >= z_all[top_k - 1]).sum()) if 0 < top_k < vocab else vocab
     after_k = probs[:n_top_k] / probs[:n_top_k].sum()                                 # [n_top_k] what top-p reads
-    mass_before = torch.cumsum(after_k, -1) - after_k                                 # [n_top_k]
-    n_kept = max(int((mass_before < top_p).sum()), 1) if top_p_on else n_top_k
-    n_kept = min(n_kept, n_top_k)
-    cap = max(vocab // SORT_FRACTION, 1)
-    width, widths, fallback = min(vocab, top_k + 1 if top_k_on else WINDOW), [], False
-    while top_k_on or top_p_on:                                                       # no filter: no window at all
-        widths.append(width)
-        if width >= vocab:
-            break                                                                     # the window is the whole row
-        last = z[width - 1]
-        holds = n_kept <= width and z[n_kept - 1] > last and (not top_k_on or z[top_k - 1] > last)
-        if holds:
-            break
-        if top_k_on or width >= cap:                                                  # a tie past the window, or
-            fallback = True                                                           # no window would pay off
-            break
-        width = min(cap, max(width * GROW, n_kept + 1))
-        if width >= cap and n_kept + 1 > cap:
-            fallback = True
-            break
-    return {"sorted_probs": probs, "order": order, "after_k": after_k, "n_top_k": n_top_k, "n_kept": n_kept,
-            "widths": widths, "fallback": fallback, "first_holds": len(widths) == 1 and not fallback,
-            "kept_ids": sorted(int(i) for i in order[:n_kept]), "params": dict(temperature=temperature, top_k=top_k,
-                                                                            top_p=top_p)}
+    return {"route": route, "width": width, "certain": certain, "reason": reason, "n_kept": len(kept_ids),
+            "kept_ids": kept_ids, "window_kept": window_kept, "sorted_probs": probs, "order": order,
+            "after_k": after_k, "params": dict(temperature=temperature, top_k=top_k, top_p=top_p),
+            "window": fast.WINDOW, "window_k": fast.WINDOW_K}
 
 
 def verdict(plan, lang) -> str:
-    """One line: does the first window hold the kept set, or how does the row widen / fall back?"""
-    widths, n = plan["widths"], plan["n_kept"]
-    if not widths:
-        return pick(lang, f"不过滤：按词表顺序在全部 {n} 个 token 上抽样，不需要窗口",
-                    f"no filter: the row samples over all {n} tokens in vocab order, no window needed")
-    if plan["fallback"]:
-        return pick(lang, f"保留 {n} 个 token；窗口 {widths} 装不下（或并列延伸到窗口外）→ 退回整行排序",
-                    f"keeps {n} tokens; windows {widths} cannot hold them (or a tie runs past the edge) -> full sort")
-    if len(widths) == 1:
-        return pick(lang, f"保留 {n} 个 token，都在第一个窗口 W = {widths[0]} 之内：一次 topk 就够",
-                    f"keeps {n} tokens, all inside the first window W = {widths[0]}: one topk is enough")
-    return pick(lang, f"保留 {n} 个 token：W = {widths[0]} 不够，加宽为 {' → '.join(map(str, widths[1:]))}",
-                f"keeps {n} tokens: W = {widths[0]} is too narrow, widened to {' -> '.join(map(str, widths[1:]))}")
+    """One line: the row's route and window, and whether the window decides or the exact route does."""
+    n, width, reason = plan["n_kept"], plan["width"], plan["reason"]
+    top_k = plan["params"]["top_k"]
+    if plan["route"] == "plain":
+        return pick(lang, f"不过滤（plain 路线）：按词表顺序在全部 {n} 个 token 上抽样，不需要窗口",
+                    f"no filter (the plain route): the row samples over all {n} tokens in vocab order, no window")
+    if plan["route"] == "exact":
+        return pick(lang, f"top_k = {top_k} > WINDOW_K = {plan['window_k']}：一开始就走精确路线（course/selection.py），"
+                          f"不取窗口；保留 {n} 个 token",
+                    f"top_k = {top_k} > WINDOW_K = {plan['window_k']}: the exact route from the start "
+                    f"(course/selection.py), no window; keeps {n} tokens")
+    if plan["route"] == "top_k":
+        head = pick(lang, f"top_k 路线：一个窗口 W = top_k + 1 = {width} 列", f"top_k route: one window of W = top_k + 1 = {width} columns")
+        rule = pick(lang, "第 k 大的值（第 {0} 列）{1:.4g} {2} 第 {3} 列的 {4:.4g}",
+                    "the k-th value (column {0}) {1:.4g} {2} column {3}'s {4:.4g}")
+    else:
+        head = pick(lang, f"top_p 路线：一个窗口 W = WINDOW = {width} 列", f"top_p route: one window of W = WINDOW = {width} columns")
+        rule = pick(lang, "最后保留的值（第 {0} 列）{1:.4g} {2} 窗口最后一列（第 {3} 列）的 {4:.4g}",
+                    "the last kept value (column {0}) {1:.4g} {2} the window's last (column {3}) {4:.4g}")
+    if reason is None:
+        why = pick(lang, "窗口就是整行", "the window is the whole row")
+    elif reason[0] == reason[2]:                                                      # top-p: kept up to the edge
+        why = pick(lang, f"保留的前缀一直到窗口最后一列（第 {reason[0]} 列）", f"the kept prefix runs up to the window's last "
+                   f"column ({reason[0]})")
+    else:
+        why = rule.format(reason[0], reason[1], ">" if plan["certain"] else "=" if reason[1] == reason[3] else "≤",
+                          reason[2], reason[3])
+    if plan["certain"]:
+        return pick(lang, f"{head}；{why}：certain，窗口说了算，保留 {n} 个 token",
+                    f"{head}; {why}: certain, the window decides; keeps {n} tokens")
+    return pick(lang, f"{head}；{why}：不 certain，保留集合可能延伸到窗口外 → 这一行走精确路线，保留 {n} 个 token",
+                f"{head}; {why}: not certain, the kept set may reach past the window -> the exact route; "
+                f"keeps {n} tokens")
 
 
 def draw_window(fig, plan, lang) -> None:
-    """Left: sorted probabilities by rank (log x): kept / in the window / outside; dashed lines = windows tried.
+    """Left: sorted probabilities by rank (log axes): kept / in the window but removed / outside; a line at W.
     Right: the cumulative mass top-p reads, the top_p line, the end of the kept prefix."""
     ax, ax_cum = fig.axes
     ax.clear()
     ax_cum.clear()
-    probs, n = plan["sorted_probs"].tolist(), plan["n_kept"]
-    last_w = plan["widths"][-1] if plan["widths"] else len(probs)
-    shown = min(len(probs), max(4 * max(n, last_w), 256))
+    probs, n, width = plan["sorted_probs"].tolist(), plan["n_kept"], plan["width"]
+    edge = width if width is not None else n
+    shown = min(len(probs), max(4 * max(n, edge), 256))
     ranks = list(range(1, shown + 1))
     spans = [(0, n, KEPT_COLOR, fig_text(lang, "入围（保留的前缀）", "kept prefix")),
-             (n, min(shown, max(n, last_w)), BEFORE_COLOR, fig_text(lang, "窗口内、未入围", "in the window, removed")),
-             (max(n, last_w), shown, REMOVED_COLOR, fig_text(lang, "窗口外", "outside the window"))]
+             (n, min(shown, max(n, edge)), BEFORE_COLOR, fig_text(lang, "窗口内、未入围", "in the window, removed")),
+             (max(n, edge), shown, REMOVED_COLOR, fig_text(lang, "窗口外", "outside the window"))]
     for start, stop, color, label in spans:
         if stop > start:
             ax.fill_between(ranks[start:stop], probs[start:stop], step="mid", color=color, alpha=0.8, label=label)
     lines = []
-    for i, width in enumerate(plan["widths"]):
-        lines.append(ax.axvline(width, color="black", ls="--" if i < len(plan["widths"]) - 1 else "-", lw=1))
+    if width is not None:
+        lines.append(ax.axvline(width, color="black", lw=1))
         ax.text(width, 0.98, f" W={width}", transform=ax.get_xaxis_transform(), fontsize=10, va="top")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(fig_text(lang, "名次（按概率降序，对数轴）", "rank by probability (log scale)"))
     ax.set_ylabel(fig_text(lang, "概率", "probability"))
-    ax.set_title(fig_text(lang, "fallback：整行排序" if plan["fallback"] else "窗口装下了入围集合",
-                          "fallback: full sort" if plan["fallback"] else "the window holds the kept set"), fontsize=11)
+    titles = {"plain": ("不过滤：整行", "no filter: the whole row"),
+              "exact": ("top_k > WINDOW_K：精确路线", "top_k > WINDOW_K: the exact route")}
+    if plan["route"] in ("top_k", "top_p"):
+        titles[plan["route"]] = ("certain：窗口说了算", "certain: the window decides") if plan["certain"] else \
+            ("不 certain：精确路线", "not certain: the exact route")
+    ax.set_title(fig_text(lang, *titles[plan["route"]]), fontsize=11)
     ax.legend(fontsize=9, loc="lower left")
-    after_k = plan["after_k"]
-    cum = torch.cumsum(after_k, -1)[:shown].tolist()                                  # what top-p reads
+    cum = torch.cumsum(plan["after_k"], -1)[:shown].tolist()                          # what top-p reads
     ax_cum.plot(range(1, len(cum) + 1), cum, color=BEFORE_COLOR)
     top_p = plan["params"]["top_p"]
     line = ax_cum.axhline(top_p, color=CROSS_COLOR, ls="--", label=f"top_p = {top_p:.2f}")
     line.set_visible(top_p < 1)
     ax_cum.axvline(n, color=KEPT_COLOR, lw=2, label=fig_text(lang, f"入围 {n} 个", f"{n} kept"))
+    if width is not None:
+        ax_cum.axvline(width, color="black", lw=1)
     ax_cum.set_xscale("log")
     ax_cum.set_ylim(0, 1.05)
     ax_cum.set_xlabel(fig_text(lang, "名次（对数轴）", "rank (log scale)"))
@@ -127,25 +174,33 @@ def draw_window(fig, plan, lang) -> None:
     fig._p08_artists = {"windows": lines, "top_p": line}
 
 
-def build_window_panel(lang="zh"):
-    """(widgets, figure): a row picker and temperature / top_k / top_p sliders over the window plan."""
+def build_window_panel(lang="zh", use_reference=False, mine_path=None):
+    """(widgets, figure): a row picker and temperature / top_k / top_p sliders over window_plan; the note names
+    the code that ran (mine/p08_sampler_fast.py's steps once they run, else the reference's)."""
+    fast = choose_fast_impl(use_reference, lang, mine_path)
     rows = window_rows()
     w = {"row": W.Dropdown(options=[(pick(lang, "尖峰（Zipf，α = 1.5）", "peaked (Zipf, alpha 1.5)"), "peaked"),
                                     (pick(lang, "长尾（α = 1.25）", "heavy tail (alpha 1.25)"), "heavy"),
-                                    (pick(lang, "平坦", "flat"), "flat")], value="peaked",
-                           description=pick(lang, f"logits 行（V = {VOCAB}）", f"row (V = {VOCAB})"), style=WIDE),
+                                    (pick(lang, "平坦", "flat"), "flat"),
+                                    (pick(lang, "尖峰，舍入到 bf16（有并列）", "peaked, rounded to bf16 (ties)"), "bf16")],
+                           value="peaked", description=pick(lang, f"logits 行（V = {VOCAB}）", f"row (V = {VOCAB})"),
+                           style=WIDE),
          "temperature": W.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.05, description="temperature", **slider_sizes()),
          "top_k": W.IntSlider(value=40, min=-1, max=400, description="top_k (-1 off)", **slider_sizes()),
          "top_p": W.FloatSlider(value=0.9, min=0.05, max=1.0, step=0.01, description="top_p", **slider_sizes()),
          "note": W.HTML(), "image": W.Image(format="png")}
     fig = Figure(figsize=(11, 3.8), layout="constrained")
     fig.subplots(1, 2)
+    label = f"<i>{fast.label(*STEPS)}</i>"
 
     def redraw(_=None):
-        plan = window_plan(rows[w["row"].value], w["temperature"].value, w["top_k"].value, w["top_p"].value)
-        draw_window(fig, plan, lang)
-        w["image"].value = render_png(fig)
-        w["note"].value = f"<b>{verdict(plan, lang)}</b>"
+        try:
+            plan = window_plan(fast, rows[w["row"].value], w["temperature"].value, w["top_k"].value, w["top_p"].value)
+            draw_window(fig, plan, lang)
+            w["image"].value = render_png(fig)
+            w["note"].value = f"<b>{verdict(plan, lang)}</b><br>{label}"
+        except Exception as error:  # the learner's own bug: say it, keep the last picture
+            w["note"].value = f"<b style='color:#c00'>{type(error).__name__}: {error}</b><br>{label}"
 
     for name in ("row", "temperature", "top_k", "top_p"):
         w[name].observe(redraw, names="value")

@@ -1,76 +1,67 @@
-"""ILLUSTRATION (not the graded fast path): choose top-p's keep set without a full sort, by powers of two.
+"""The exact route's top-p selection (course/selection.py, given code) for one row, as numbers and a picture.
 
-1. e = exp(z - max) in (0, 1]; its float exponent puts it in bucket b: e in [2^-b, 2^(1-b)) (bucket 0: the max).
-2. Each bucket's mass is summed EXACTLY, as fixed-point integers (floor(e * 2^FRAC_BITS)): integer adds do
-   not depend on order or on the batch, so every row gets the same sums alone or with peers.
-3. Walk the buckets from the most probable down; the crossing bucket is where the cumulative mass first
-   reaches top_p x total. Buckets before it are kept whole, buckets after it are removed.
-4. Refine inside the crossing bucket only: sort its few members and keep them while the mass before each
-   is < top_p x total (the reference rule: the token that crosses stays).
-The fast path in solutions/p08_sampler_fast.py buckets more finely (exponent and 7 mantissa bits, course/selection.py);
-top_p_buckets below gives the numbers of its selection for one row, for the hints' picture.
+course/selection.py weighs every token e = exp(z - max) and puts it in a bucket by the float bits of e (its
+exponent and 7 mantissa bits: `e.view(torch.int32) >> 16`), a histogram of the probabilities on a log scale where
+a bucket's upper edge is 2**(1/128) times its lower one. The weights are int64 fixed point (floor(e * 2**(62 -
+V.bit_length()))), so a bucket's sum is exact in any order and in any batch. Walking down from the top bucket,
+the mass reaches top_p inside one bucket, the crossing bucket: the buckets above it are kept whole, those below
+dropped whole, and only the crossing bucket's tokens are ordered (z descending, equal z by id).
+top_p_buckets gives one row's numbers (the hints' picture); bucket_select and draw_buckets are the notebook's §7.
 """
 import torch
 from matplotlib.figure import Figure
 
 from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text
-from course.selection import BUCKET_SHIFT, bucket_cumsum, select_crossing, weights_and_buckets
-
-FRAC_BITS = 40   # fixed point: an e below 2^-40 counts as 0 (its whole bucket is far below any top_p cut)
+from course.selection import BUCKET_SHIFT, bucket_cumsum, exact_rows, select_crossing, weights_and_buckets
 
 
-def bucket_select(z, top_p) -> dict:
-    """z [V] (logits / temperature) -> buckets, exact integer masses, the crossing bucket and the kept ids."""
-    z = torch.as_tensor(z, dtype=torch.float32)
-    e = torch.exp(z - z.max())                                                        # [V] in (0, 1]
-    _, exponent = torch.frexp(e)                                           # e = m * 2^exponent, m in [0.5, 1)
-    bucket = (1 - exponent).long()                                         # [V] 0 = the max, b: [2^-b, 2^(1-b))
-    fixed = torch.floor(e.double() * 2.0 ** FRAC_BITS).long()                         # [V] exact integers
-    n_buckets = int(bucket.max()) + 1
-    mass = torch.zeros(n_buckets, dtype=torch.long).index_add_(0, bucket, fixed)      # [nb] exact, any order
-    count = torch.zeros(n_buckets, dtype=torch.long).index_add_(0, bucket, torch.ones_like(bucket))  # [nb]
-    cum = torch.cumsum(mass, 0)                                                       # [nb] integers: exact
-    total = int(cum[-1])
-    threshold = top_p * total
-    crossing = int((cum < threshold).sum()) if top_p < 1 else n_buckets - 1           # first bucket reaching it
-    crossing = min(crossing, n_buckets - 1)
-    before = 0 if crossing == 0 else int(cum[crossing - 1])                           # mass of the kept buckets
-    members = torch.nonzero(bucket == crossing).flatten()                             # [m] only this bucket
-    member_mass, order = torch.sort(fixed[members], descending=True, stable=True)     # [m] a small sort
-    mass_before = before + torch.cumsum(member_mass, 0) - member_mass                 # [m] integers
-    keep_here = members[order[mass_before < threshold]] if top_p < 1 else members     # the crossing token stays
-    kept = torch.cat([torch.nonzero(bucket < crossing).flatten(), keep_here])
-    if len(kept) == 0:                                                                # never empty: the max stays
-        kept = torch.nonzero(bucket == 0).flatten()[:1]
-    return {"bucket": bucket, "mass": mass, "count": count, "cum": cum, "total": total, "crossing": crossing,
-            "refined": len(members), "kept": sorted(int(i) for i in kept), "top_p": top_p}
+def bucket_select(row, top_p, temperature=1.0) -> dict:
+    """top_p_buckets(row, top_p, temperature) plus 'kept_ids' (the exact route's kept set, from
+    course.selection.exact_rows), 'vocab' and 'top_p'."""
+    x = torch.as_tensor(row, dtype=torch.float32).reshape(1, -1)                 # [1, V]
+    pic = top_p_buckets(x[0], top_p, temperature)
+    probs = exact_rows(x, torch.tensor([[temperature]]), torch.zeros(1, 1, dtype=torch.long),
+                       torch.tensor([[top_p]], dtype=torch.float64), None, has_top_k=False)  # [1, V]
+    return dict(pic, kept_ids=torch.nonzero(probs[0] > 0).flatten().tolist(), vocab=x.shape[1], top_p=top_p)
 
 
-def draw_buckets(sel, lang="zh", shown=None):
-    """Bar chart: mass per bucket (as a share of the row), the cumulative line, top_p, the crossing bucket."""
-    total = sel["total"]
-    n = shown or min(len(sel["mass"]), max(sel["crossing"] + 6, 12))
-    share = [int(m) / total for m in sel["mass"][:n]]
-    cum = [int(c) / total for c in sel["cum"][:n]]
+def draw_buckets(sel, lang="zh"):
+    """The non-empty buckets from the most likely down (ticks: a bucket's lower edge as a probability): each
+    bucket's share of the mass (log y), kept whole / the crossing bucket / dropped whole; the mass from the top
+    bucket down (right axis) and top_p."""
+    c = sel["crossing"]
+    n = min(len(sel["mass"]), 2 * c + 12)                                        # the crossing bucket mid-picture
+    mass = sel["mass"][:n]
+    reached = [b + m for b, m in zip(sel["before"][:n], mass)]                    # mass from the top, this included
     fig = Figure(figsize=(10, 3.6), layout="constrained")
     ax = fig.subplots()
-    colors = [KEPT_COLOR if b < sel["crossing"] else CROSS_COLOR if b == sel["crossing"] else REMOVED_COLOR
-              for b in range(n)]
-    bars = ax.bar(range(n), share, color=colors)
-    for b in range(n):
-        ax.text(b, share[b], str(int(sel["count"][b])), ha="center", va="bottom", fontsize=9)
-    (line,) = ax.plot(range(n), cum, "o-", color=BEFORE_COLOR, label=fig_text(lang, "累计质量", "cumulative mass"))
-    ax.axhline(sel["top_p"], color=CROSS_COLOR, ls="--", label=f"top_p = {sel['top_p']:.2f}")
-    ax.set_xticks(range(n), [f"$2^{{-{b}}}$" for b in range(n)])
-    ax.set_ylim(0, 1.12)
-    ax.set_xlabel(fig_text(lang, "桶：e = exp(z - max) 落在 [2^-b, 2^(1-b))（柱顶数字 = token 个数）",
-                           "bucket: e = exp(z - max) in [2^-b, 2^(1-b))  (number on a bar = its tokens)"))
-    ax.set_ylabel(fig_text(lang, "占整行的质量", "share of the row's mass"))
-    ax.set_title(fig_text(lang, f"红色桶越过 top_p：只在它的 {sel['refined']} 个 token 里排序；入围 {len(sel['kept'])} 个",
-                          f"the red bucket crosses top_p: sort only its {sel['refined']} tokens; {len(sel['kept'])} kept"),
-                 fontsize=11)
-    ax.legend(fontsize=9, loc="center right")
-    fig._p08_state = dict(sel, share=share, shown_cum=cum)
+    colors = [KEPT_COLOR if b < c else CROSS_COLOR if b == c else REMOVED_COLOR for b in range(n)]
+    bars = ax.bar(range(n), mass, width=1.0, color=colors, linewidth=0)
+    ax.axvline(c, color=CROSS_COLOR, lw=1.5)
+    ax.annotate(fig_text(lang, f"越线桶：{sel['tokens'][c]} 个 token，只排它们", f"crossing bucket: {sel['tokens'][c]} "
+                         f"token(s), the only ones ordered"), (c, (max(mass) * min(mass)) ** 0.5), xytext=(6, 0),
+                textcoords="offset points", color=CROSS_COLOR, fontsize=10)
+    ax.set_yscale("log")
+    ticks = sorted({0, c, *range(0, n, max(n // 5, 1))})
+    ticks = [t for t in ticks if t == c or abs(t - c) > n // 12]
+    ax.set_xticks(ticks, [f"{sel['low'][t]:.1e}" for t in ticks])
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.set_xlabel(fig_text(lang, "非空的桶，概率从大到小（刻度 = 桶的下沿概率；一个桶 = 指数位 + 7 位尾数）",
+                           "non-empty buckets, most likely first (ticks: a bucket's lower edge as a probability; "
+                           "a bucket = exponent + 7 mantissa bits)"))
+    ax.set_ylabel(fig_text(lang, "桶的质量占比（对数轴）", "the bucket's share (log scale)"))
+    twin = ax.twinx()
+    (line,) = twin.step(range(n), reached, where="mid", color=BEFORE_COLOR,
+                        label=fig_text(lang, "从最上面的桶累计的质量", "mass from the top bucket down"))
+    twin.axhline(sel["top_p"], color=CROSS_COLOR, ls="--", label=f"top_p = {sel['top_p']:.2f}")
+    twin.set_ylim(0, 1.05)
+    twin.set_ylabel(fig_text(lang, "累计质量", "cumulative mass"))
+    twin.legend(fontsize=9, loc="lower right")
+    ax.set_title(fig_text(lang, f"{len(sel['mass'])} 个非空桶：越线桶之上整桶保留（橙），之下整桶删除（灰）；"
+                                f"V = {sel['vocab']} 中保留 {sel['kept']} 个",
+                          f"{len(sel['mass'])} non-empty buckets: above the crossing one kept whole (orange), below "
+                          f"dropped whole (grey); {sel['kept']} of V = {sel['vocab']} kept"), fontsize=11)
+    fig._p08_state = dict(sel, shown=n, reached=reached)
     fig._p08_artists = {"bars": bars, "cumulative": line}
     return fig
 

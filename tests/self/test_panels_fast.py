@@ -1,5 +1,5 @@
-"""The fast-path notebook's panel (window, kept prefix, widen / fall back), the power-of-two bucket
-illustration, and the benchmark's HTML table: driven without a kernel, checked against the P08 reference."""
+"""The fast-path notebook's panel (one window, certain by the row alone, the exact route), the exact route's
+bucket picture, and the benchmark's HTML table: driven without a kernel, checked against the P08 reference."""
 import re
 
 import matplotlib
@@ -22,34 +22,89 @@ def reference_kept(row, temperature, top_k, top_p):
                   .flatten().tolist())
 
 
-@pytest.mark.parametrize("row,temperature,top_k,top_p,widths,fallback", [
-    ("peaked", 1.0, 40, 0.9, [41], False),           # seed 004's setting: one topk is enough
-    ("peaked", 1.0, -1, 0.9, [64], False),           # top-p only, peaked: the first window holds it
-    ("heavy", 1.0, -1, 0.9, [64, 512], False),       # a heavy tail: widen once
-    ("flat", 1.0, -1, 0.9, [64], True),              # most of V: fall back to the full sort
-    ("heavy", 0.7, 200, 0.95, [201], False),
-    ("flat", 1.0, 1, 0.5, [2], False),
+FAST = cw.choose_fast_impl(True, "en")
+
+
+@pytest.mark.parametrize("row,temperature,top_k,top_p,route,width,certain", [
+    ("peaked", 1.0, 40, 0.9, "top_k", 41, True),       # seed 004's setting: one window of top_k + 1
+    ("peaked", 1.0, -1, 0.9, "top_p", 64, True),       # top-p only, peaked: the kept set ends inside WINDOW
+    ("heavy", 1.0, -1, 0.9, "top_p", 64, False),       # a heavy tail: the kept run reaches the window's last column
+    ("flat", 1.0, -1, 0.9, "top_p", 64, False),        # most of V
+    ("heavy", 0.7, 200, 0.95, "top_k", 201, True),
+    ("flat", 1.0, 1, 0.5, "top_k", 2, True),
+    ("bf16", 1.0, 60, 1.0, "top_k", 61, False),        # the 60th value ties the 61st
+    ("bf16", 1.0, 59, 0.9, "top_k", 60, True),
+    ("peaked", 1.0, 300, 0.9, "exact", None, None),    # top_k > WINDOW_K: no window at all
+    ("heavy", 1.0, -1, 1.0, "plain", None, None),      # no filter
 ])
-def test_window_plan_keeps_what_the_reference_keeps_and_says_how(row, temperature, top_k, top_p, widths, fallback):
+def test_window_plan_keeps_what_the_reference_keeps_and_says_how(row, temperature, top_k, top_p, route, width, certain):
     logits = cw.window_rows()[row]
-    plan = cw.window_plan(logits, temperature, top_k, top_p)
+    plan = cw.window_plan(FAST, logits, temperature, top_k, top_p)
     assert plan["kept_ids"] == reference_kept(logits, temperature, top_k, top_p)
-    assert (plan["widths"], plan["fallback"]) == (widths, fallback)
+    assert (plan["route"], plan["width"], plan["certain"]) == (route, width, certain)
+    if certain:                                          # the window's own kept set is the answer
+        assert plan["window_kept"] == plan["kept_ids"]
+
+
+def test_certainty_is_judged_by_the_row_alone():
+    """The rule compares two values of the row itself: the k-th and the next (top-k), or the last kept value and
+    the window's last (top-p only); a wider window shared with peers changes neither the verdict nor the kept set."""
+    for name in ("peaked", "heavy", "bf16"):
+        x = cw.window_rows()[name][None]                                              # [1, V]
+        for k in (5, 40, 59, 60):
+            verdicts = set()
+            for width in (k + 1, k + 30, 257):                                        # alone, beside wider peers
+                z, ids = FAST.canonical_window(*FAST.window_topk(x, width))
+                e, _, _, sure = FAST.filter_window(z, torch.tensor([[k]]), torch.tensor([[0.9]]), None, False)
+                verdicts.add((bool(sure[0]), tuple(sorted(ids[e > 0].tolist()))))
+            assert len(verdicts) == 1, (name, k, verdicts)
+            z_sorted = torch.sort(x[0], descending=True).values
+            assert verdicts.pop()[0] == bool(z_sorted[k - 1] > z_sorted[k]), (name, k)
 
 
 def test_window_panel_redraws_on_each_slider_and_names_the_outcome():
     w, fig = cw.build_window_panel("en")
-    assert "one topk is enough" in w["note"].value
+    assert "top_k route" in w["note"].value and "certain, the window decides" in w["note"].value
     assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [41]
+    assert "code: route, window_topk, canonical_window, row_total, filter_window from solutions/p08_sampler_fast.py" \
+        in w["note"].value                                   # mine/ is still a stub: the reference ran, and says so
     first = w["image"].value
     w["row"].value, w["top_k"].value = "heavy", -1
-    assert "widened to 512" in w["note"].value and w["image"].value != first
-    assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [64, 512]
-    w["row"].value = "flat"
-    assert "full sort" in w["note"].value and fig._p08_state["fallback"]
-    w["top_p"].value = 1.0
+    assert "top_p route" in w["note"].value and "not certain" in w["note"].value and "exact route" in w["note"].value
+    assert w["image"].value != first and not fig._p08_state["certain"]
+    assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [64]
+    w["row"].value, w["top_k"].value = "bf16", 60
+    assert "column 59" in w["note"].value and "not certain" in w["note"].value
+    w["top_k"].value = 300
+    assert "WINDOW_K = 256" in w["note"].value and fig._p08_artists["windows"] == []
+    w["row"].value, w["top_k"].value, w["top_p"].value = "flat", -1, 1.0
     assert "no filter" in w["note"].value and not fig._p08_artists["top_p"].get_visible()
     assert fig._p08_state["kept_ids"] == list(range(len(cw.window_rows()["flat"])))
+    for text in (w["note"].value, *[t.get_text() for t in fig.findobj(matplotlib.text.Text)]):
+        assert not re.search(r"widen|fall(s)? back|full sort|GROW|SORT_FRACTION", text, re.I), text
+
+
+def test_window_panel_runs_the_learners_steps_once_they_run(tmp_path):
+    """A finished mine/ runs in the panel (and the note says so); a step still a stub is the reference's."""
+    solution = problems.get("p08-fast").path("solution").read_text(encoding="utf-8")
+    done = tmp_path / "done.py"
+    done.write_text(solution, encoding="utf-8")
+    w, _ = cw.build_window_panel("en", mine_path=done)
+    assert f"from {done}" in w["note"].value and "solutions/" not in w["note"].value
+    start = solution.index("def filter_window(")
+    body = solution.index('    """', solution.index('"""', start) + 3) + 8            # after the docstring
+    half = tmp_path / "half.py"
+    half.write_text(solution[:body] + "    raise NotImplementedError('p08-fast step 4 filter_window')\n"
+                    + solution[body:], encoding="utf-8")
+    fast = cw.choose_fast_impl(False, "en", half)
+    assert fast.stub_steps == ["filter_window", "FastSampler._parts", "FastSampler"]
+    assert fast.window_topk.__module__ != fast.reference.__name__ and fast.filter_window is fast.reference.filter_window
+    assert "filter_window" in fast.note and "stands in" in fast.note
+    w, _ = cw.build_window_panel("en", mine_path=half)
+    assert f"route, window_topk, canonical_window, row_total from {half}" in w["note"].value
+    assert "filter_window from solutions/p08_sampler_fast.py" in w["note"].value
+    stub = cw.choose_fast_impl(False, "zh")
+    assert stub.mine_steps == [] and "还是桩代码" in stub.note
 
 
 @pytest.mark.parametrize("row", ["peaked", "heavy", "flat"])
@@ -57,26 +112,27 @@ def test_window_panel_redraws_on_each_slider_and_names_the_outcome():
 def test_bucket_selection_keeps_the_reference_top_p_set(row, top_p):
     logits = cw.window_rows()[row]
     sel = cw.bucket_select(logits, top_p)
-    assert sel["kept"] == reference_kept(logits, 1.0, -1, top_p)
-    assert int(sel["mass"].sum()) == sel["total"] and sel["count"].sum() == len(logits)
+    assert sel["kept_ids"] == reference_kept(logits, 1.0, -1, top_p) and sel["kept"] == len(sel["kept_ids"])
+    assert abs(sum(sel["mass"]) - 1) < 1e-9 and sum(sel["tokens"]) == len(logits)
 
 
 def test_bucket_sums_are_exact_whatever_the_order():
     logits = cw.window_rows()["heavy"]
     perm = torch.randperm(len(logits), generator=torch.Generator().manual_seed(1))
     a, b = cw.bucket_select(logits, 0.9), cw.bucket_select(logits[perm], 0.9)
-    assert torch.equal(a["mass"], b["mass"]) and a["crossing"] == b["crossing"]
-    assert sorted(perm[b["kept"]].tolist()) == a["kept"]
+    assert a["mass"] == b["mass"] and a["crossing"] == b["crossing"]
+    assert sorted(perm[b["kept_ids"]].tolist()) == a["kept_ids"]
 
 
 def test_bucket_figure_highlights_the_crossing_bucket():
     sel = cw.bucket_select(cw.window_rows()["heavy"], 0.9)
     fig = cw.draw_buckets(sel, "en")
-    cum = fig._p08_state["shown_cum"]
+    reached = fig._p08_state["reached"]
     c = sel["crossing"]
-    assert cum[c] >= 0.9 > (cum[c - 1] if c else 0)
+    assert reached[c] >= 0.9 > (reached[c - 1] if c else 0)
     colors = [bar.get_facecolor() for bar in fig._p08_artists["bars"]]
     assert colors.count(colors[c]) == 1                       # only the crossing bucket has its colour
+    assert f"{sel['tokens'][c]} token(s)" in " ".join(t.get_text() for t in fig.findobj(matplotlib.text.Text))
 
 
 def result(name, ms):
