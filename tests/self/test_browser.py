@@ -344,14 +344,15 @@ def test_fast_path_notebook_in_english(lab, browser):
     panel = page.locator(".widget-vbox:has(.widget-image)").filter(has=top_k_label).first
     panel.scroll_into_view_if_needed()
     note = panel.locator(".widget-html:not(.p08-stale)").first
-    assert "one topk is enough" in note.inner_text()
+    assert "certain, the window decides" in note.inner_text()
+    assert "code: route, window_topk" in note.inner_text()              # says whose code ran
     before = image_of(panel)
     panel.locator("select").select_option(label="heavy tail (alpha 1.25)")
     wait_changed(page, panel, before)
     before = image_of(panel)
     set_slider(page, panel, "top_k (-1 off)", -1)
     wait_changed(page, panel, before)
-    assert "widened" in note.inner_text()
+    assert "not certain" in note.inner_text() and "exact route" in note.inner_text()
     shot(page, "p08_fast_en_window_panel")
     layout = assert_layout(page)
     assert len(layout["tracks"]) == 3

@@ -21,6 +21,7 @@ from course.notebook import widgets as cw  # noqa: E402
 from course.loader import load_module  # noqa: E402
 from course.sampling_params import SamplingParams  # noqa: E402
 
+ROOT_DIR = problems.ROOT
 NOTEBOOKS = {name: p.path("notebook") for name, p in problems.problems().items()}
 ALL_NOTEBOOKS = {f"{name}-{lang}": p.path(which) for name, p in problems.problems().items()
                  for lang, which in (("zh", "notebook"), ("en", "notebook_en")) if getattr(p, which)}
@@ -54,6 +55,28 @@ def test_notebook_has_a_section_per_stub_step(problem):
             assert any(h.startswith(f"## §{step} ") for h in headings), f"{path.name}: no '## §{step}' section"
 
 
+FAST_SECTIONS = {1: ["penalized_fp32"], 2: ["route"], 3: ["window_topk", "canonical_window"],
+                 4: ["prefix_sum", "row_total", "filter_window", "_parts"], 5: ["filtered_probs"],
+                 6: ["inverse_cdf", "_uniforms"], 7: ["course/selection.py"]}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_fast_notebook_follows_the_stubs_steps_by_name_and_never_widens(lang):
+    """§1-§6 carry the stub's function names in their headings, §7 is the exact route; no trace of the old
+    widening window (GROW, SORT_FRACTION, a full-sort fallback) in the prose, the code or the panel's module."""
+    p = problems.get("p08-fast")
+    nb = nbformat.read(p.path("notebook" if lang == "zh" else "notebook_en"), as_version=4)
+    headings = {int(m.group(1)): c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"
+                for m in [re.match(r"## §(\d) ", c.source)] if m}
+    for step, names in FAST_SECTIONS.items():
+        assert all(name in headings[step] for name in names), (step, headings.get(step))
+    stub = p.path("stub").read_text(encoding="utf-8")
+    assert all(f"def {name}(" in stub for step in range(1, 6) for name in FAST_SECTIONS[step] if name != "_parts")
+    text = "\n".join(c.source for c in nb.cells) + (ROOT_DIR / "course/notebook/panel_window.py").read_text()
+    assert not re.findall(r"(?i:widen|falls? back|full-sort fallback)|加宽|退回|GROW|SORT_FRACTION", text)
+    assert "fast = cw.choose_fast_impl(USE_REFERENCE, LANG)" in text and "fast.label(" in text
+
+
 # Each problem runs once, in one language per problem (the code cells are the same in both, see
 # test_notebook_sources.py); the sampler in Chinese, the fast path in English.
 @pytest.mark.parametrize("notebook", ["p08-zh", "p08-fast-en"])
@@ -72,6 +95,9 @@ def test_notebook_runs_top_to_bottom_headless(notebook, tmp_path, monkeypatch):
     noisy = [o.text for o in outputs if o.output_type == "stream" and LONG_FLOAT.search(o.text)]
     assert not noisy, f"unrounded floats printed: {noisy}"
     assert not [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    if notebook.startswith("p08-fast"):                                # says whose code ran: the stub's steps
+        printed = "".join(o.text for o in outputs if o.output_type == "stream")
+        assert "is still a stub" in printed and "code: penalized_fp32 from solutions/p08_sampler_fast.py" in printed
     # what git sees after a run and a save (the nbstrip clean filter): the committed file, byte for byte
     assert nbstrip.strip_text(nbformat.writes(nb)) == committed
 
