@@ -188,8 +188,8 @@ def f5_speed_against_reference_loop(ctx):
     ids, prev = list(range(batch)), [[] for _ in range(batch)]
     fast, slow, full_sort = ctx.sampler(), ref.Sampler(), FullSortSampler()
     ctx.sample(fast, logits, ids, params, prev)
-    facts, grows = what_it_runs(ctx, fast, logits, ids, params, prev)
-    if grows:                                                          # counted, not timed: the same on any machine
+    facts, slow_by_design = what_it_runs(ctx, fast, logits, ids, params, prev)
+    if slow_by_design:                                                 # counted, not timed: the same on any machine
         raise Fail(f"B=8 and B=64, V=50257, top_k=40, top_p=0.9: {facts[0]}", *facts[1:], where="FastSampler.sample")
     ms = time_many({"fast": lambda: fast.sample(logits, ids, params, prev),            # they take turns: a busy machine
                     "loop": lambda: slow.sample(logits, ids, ref_params, prev),        # slows all three alike
@@ -203,8 +203,10 @@ def f5_speed_against_reference_loop(ctx):
 
 
 def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
-    """What the fast path does per call, counted (course/bench/opcount.py): its torch ops at B = 8 and 64 and its
-    sorts over full rows. Returns (lines saying only what was counted, whether the op count grows like a loop)."""
+    """What the fast path does per call, counted (course/bench/opcount.py): its torch ops at B = 8 and 64, its
+    sorts over full rows and, in the stub's design, how many rows took the exact route. Returns (lines saying only
+    what was counted, whether it is slow by design: an op count that grows like a loop, or most rows sent to the
+    exact route although every kept set fits its window)."""
     from course.bench import opcount
 
     vocab, small = logits.shape[1], 8
@@ -217,9 +219,29 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
     if sorts:
         lines.append(ctx.t(f"它对整行（V={vocab}）排序：在 [B, K] 的窗口里做（torch.topk），不要排整个词表",
                            f"it sorts full rows (V={vocab}): work in the [B, K] window (torch.topk), not on the whole vocabulary"))
+    exact, detour = getattr(ctx.impl, "exact_rows", None), False      # the stub's given exact route: count its rows
+    if callable(exact):
+        taken = []
+
+        def counting(x, *args, **kwargs):
+            taken.append(x.shape[0])
+            return exact(x, *args, **kwargs)
+        ctx.impl.exact_rows = counting
+        try:
+            fast.sample(logits, ids, params, prev)
+        finally:
+            ctx.impl.exact_rows = exact
+        lines[0] += f"; {sum(taken)} of {len(ids)} rows took the exact route"
+        detour = sum(taken) > len(ids) // 2
+        if detour:
+            lines.append(ctx.t(f"每行都是 top_k=40：41 列的窗口装得下保留集合，它们本该 certain，却有 {sum(taken)} 行走了 exact 路线："
+                               f"检查 filter_window 的 certain（T4）和 _parts 怎么挑出不 certain 的行",
+                               f"every row has top_k=40: a window of 41 columns holds its kept set, so it should be certain, "
+                               f"yet {sum(taken)} rows took the exact route: check filter_window's certain (T4) and how _parts "
+                               f"picks the rows that are not certain"))
     grows = ops[len(ids)].ops > 3 * ops[small].ops                    # 8x the rows: a loop over rows
     if grows and not sorts:
         lines.append(ctx.t(f"op 数随 batch 增长（B=8 时 {ops[small].ops}，B=64 时 {ops[len(ids)].ops}）：还有按行的循环，把它们变成整批的张量运算",
                            f"its op count grows with the batch ({ops[small].ops} at B=8, {ops[len(ids)].ops} at B=64): "
                            f"a per-row loop is left; make it whole-batch tensor ops"))
-    return lines, grows
+    return lines, grows or detour

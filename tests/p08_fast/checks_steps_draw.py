@@ -1,5 +1,7 @@
 """p08-fast step checks T5-T6: filtered_probs on example 2's batch (ties at the top-p cut by token id,
 whatever the peers), inverse_cdf, and the streams (_uniforms, free). Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
+import inspect
+
 import torch
 
 from course import oracle
@@ -161,6 +163,17 @@ def t6_streams(ctx):
                                "I1, I5 and E3 grade your streams"))
         return
     sampler = _noting(f"called {ctx.sampler_name}()", sampler_cls)
+    try:                                                     # a helper of the same name in the learner's own design
+        inspect.signature(sampler._uniforms).bind(["a"], [ctx.params()])
+    except TypeError:
+        ctx.notes.append(ctx.t(f"你的 _uniforms{inspect.signature(sampler._uniforms)} 的参数和这一步的不一样：按你自己的设计处理，"
+                               "这一步不单独评分，由 I1、I5、E3 评你的随机流",
+                               f"your _uniforms{inspect.signature(sampler._uniforms)} takes other arguments than this step's "
+                               "(req_ids, params): treated as your own design, this step is not graded on its own; I1, I5 and "
+                               "E3 grade your streams"))
+        return
+    except ValueError:
+        pass
     p = ctx.params
     seven, eight, greedy, unseeded, hot = p(seed=7), p(seed=8), p(temperature=0.0, seed=9), p(), p(seed=9)
 
