@@ -110,8 +110,9 @@ def _work(n, vocab, device):
             return None                                                          # too big to keep around
         while len(_BUFFERS) >= 4:
             _BUFFERS.pop(next(iter(_BUFFERS)))
-        _BUFFERS[key] = (torch.empty(n, vocab, device=device), *(torch.empty(n, vocab, dtype=torch.long,
-                         device=device) for _ in range(2)), torch.empty(n, vocab, device=device))
+        with torch.inference_mode(False):                                        # ordinary tensors: usable in
+            _BUFFERS[key] = (torch.empty(n, vocab, device=device), *(torch.empty(   # and out of inference mode
+                n, vocab, dtype=torch.long, device=device) for _ in range(2)), torch.empty(n, vocab, device=device))
     return _BUFFERS[key]
 
 
