@@ -229,7 +229,11 @@ class FastSampler:
 
     def _exact(self, x, params, routes, knobs, rows, draw):
         """Given: the exact route (course/selection.py) for rows [m]: tokens [m, 1] (draw) or probs [m, V]."""
-        k = knobs.index_select(0, rows)                                          # [m, 4]
-        return exact_rows(x.index_select(0, rows), k[:, :1].float(), k[:, 1:2].long(), k[:, 2:3],
+        sources = [members for members in (routes.exact, routes.top_k, routes.top_p) if members]
+        if len(rows) == len(x) and len(sources) == 1:                            # every row, in order
+            k, xs = knobs, x
+        else:
+            k, xs = knobs.index_select(0, rows), x.index_select(0, rows)         # [m, 4], [m, V]
+        return exact_rows(xs, k[:, :1].float(), k[:, 1:2].long(), k[:, 2:3],
                           k[:, 3:] if draw else None, has_top_k=bool(routes.top_k or routes.exact),
                           unit_temp=all(p.temperature == 1 for p in params if p.temperature >= GREEDY_TEMPERATURE))

@@ -201,7 +201,8 @@ class FastSampler:
                 tokens.index_copy_(0, greedy, x.index_select(0, greedy).argmax(-1))
             windows, exact = self._parts(x, params, routes, knobs, order)
             for rows, e, cs, total, ids in windows:                              # step 6
-                col = inverse_cdf(cs, total, knobs.index_select(0, rows)[:, 3:], e)  # [n, 1]
+                u = knobs[:, 3:] if len(rows) == len(params) else knobs.index_select(0, rows)[:, 3:]  # [n, 1]
+                col = inverse_cdf(cs, total, u, e)                               # [n, 1]
                 tokens.index_copy_(0, rows, (col if ids is None else ids.gather(1, col))[:, 0])
             if len(exact):                                                       # after the windows: overrides
                 tokens.index_copy_(0, exact, self._exact(x, params, routes, knobs, exact, draw=True)[:, 0])
@@ -261,8 +262,8 @@ class FastSampler:
             rows, start = order[start:start + len(members)], start + len(members)  # [n]
             if not members:
                 continue
-            xs = x if len(members) == len(x) else x.index_select(0, rows)        # [n, V]
-            k = knobs.index_select(0, rows)                                      # [n, 4]
+            every = len(members) == len(x)                                       # rows is all of x, in order
+            xs, k = (x, knobs) if every else (x.index_select(0, rows), knobs.index_select(0, rows))  # [n, V], [n, 4]
             temp, top_k, top_p = k[:, :1].float(), k[:, 1:2].long(), k[:, 2:3].float()  # [n, 1] each
             if name == "plain":
                 z = xs / temp                                                    # [n, V]
@@ -289,7 +290,11 @@ class FastSampler:
 
     def _exact(self, x, params, routes, knobs, rows, draw):
         """The exact route (course/selection.py) for rows [m]: tokens [m, 1] (draw) or probs [m, V]."""
-        k = knobs.index_select(0, rows)                                          # [m, 4]
-        return exact_rows(x.index_select(0, rows), k[:, :1].float(), k[:, 1:2].long(), k[:, 2:3],
+        sources = [members for members in (routes.exact, routes.top_k, routes.top_p) if members]
+        if len(rows) == len(x) and len(sources) == 1:                            # every row, in order
+            k, xs = knobs, x
+        else:
+            k, xs = knobs.index_select(0, rows), x.index_select(0, rows)         # [m, 4], [m, V]
+        return exact_rows(xs, k[:, :1].float(), k[:, 1:2].long(), k[:, 2:3],
                           k[:, 3:] if draw else None, has_top_k=bool(routes.top_k or routes.exact),
                           unit_temp=all(p.temperature == 1 for p in params if p.temperature >= GREEDY_TEMPERATURE))

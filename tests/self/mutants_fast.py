@@ -31,8 +31,7 @@ P08_FAST = [
                                                   "            return torch.cat([self.sample(logits[i:i + 1], req_ids[i:i + 1], params[i:i + 1], "
                                                   "prev_tokens[i:i + 1]) for i in range(len(req_ids))])\n"),),
            "runs the fast path once per row", phrase="a per-row loop is left", wrong="or a sort of the whole vocabulary"),
-    Mutant("sample_draws_from_a_short_window", "F6", (("col = inverse_cdf(cs, total, knobs.index_select(0, rows)[:, 3:], e)",
-                                                       "col = inverse_cdf(cs[:, :8], cs[:, :8][:, -1:], knobs.index_select(0, rows)[:, 3:], e[:, :8])"),),
+    Mutant("sample_draws_from_a_short_window", "F6", (("col = inverse_cdf(cs, total, u, e)", "col = inverse_cdf(cs[:, :8], cs[:, :8][:, -1:], u, e[:, :8])"),),
            "sample() draws from the first 8 columns of the window while filtered_probs() keeps them all",
            phrase="never reaches tokens your filtered_probs keeps"),
     Mutant("window_ties_in_topk_order", "F1", (("z, ids = canonical_window(vals / temp, ids)", "z = vals / temp"),),
