@@ -33,7 +33,7 @@ def _cases(ctx, window_k):
 
 def _placed(ctx, got, n, shown):
     """{row: route name} from the learner's Routes; rows that appear twice, or outside [0, n), fail."""
-    where = {}
+    where, one_list = {}, ctx.t(f"每一行（0..{n - 1}）恰好在一个列表里", f"each row (0..{n - 1}) goes in exactly one list")
     for name in ROUTES:
         rows = getattr(got, name, None)
         if rows is None:
@@ -47,13 +47,11 @@ def _placed(ctx, got, n, shown):
         for row in rows:
             if not (isinstance(row, int) and 0 <= row < n) or row in where:
                 raise Fail(f"called route({shown}) -> row {row!r} in {name}" + (f" and in {where[row]}" if row in where else ""),
-                           ctx.t(f"每一行（0..{n - 1}）恰好在一个列表里", f"each row (0..{n - 1}) goes in exactly one list"),
-                           where="route")
+                           one_list, where="route")
             where[row] = name
     missing = [r for r in range(n) if r not in where]
     if missing:
-        raise Fail(f"called route({shown}) -> rows {missing} in no list",
-                   ctx.t(f"每一行（0..{n - 1}）恰好在一个列表里", f"each row (0..{n - 1}) goes in exactly one list"), where="route")
+        raise Fail(f"called route({shown}) -> rows {missing} in no list", one_list, where="route")
     return where
 
 
