@@ -35,7 +35,7 @@ def _grade_child(problem, impl: str, ids: list, limits: dict) -> int:
     def emit(event):
         if event["event"] == "start":
             signal.setitimer(signal.ITIMER_PROF, limits.get(event["id"], IMPORT_LIMIT_S))
-        elif event["status"] != "pass":
+        elif "status" in event and event["status"] != "pass":       # other events (the catalogue) carry no status
             failed.append(event["id"])
             raise _Stop
 

@@ -1,5 +1,6 @@
 """The list of equivalent mutants stays honest: every entry names a line that is still in its solution,
 an operator, the mutated line and a reason; and the mutation run counts an unlisted survivor as such."""
+import signal
 import tomllib
 
 
@@ -91,3 +92,21 @@ def test_recheck_forgets_only_the_unlisted_survivors(tmp_path):
         forgotten = mutation.forget_unlisted_survivors(db, {("core/NumberReplacer", "a = 1", "a = 2"): "why"})
         left = sorted(job for (job,) in db.execute("SELECT job_id FROM work_results"))
     assert (forgotten, left) == (1, ["k", "listed"])
+
+
+def test_the_oracle_passes_the_solution_and_kills_a_mutant(tmp_path):
+    """The mutation run's oracle, in process (as its forked child runs it): 0 for the solution, 1 for a mutant.
+    It once answered 1 for everything (an event without a status), and a whole run read as 100 % killed."""
+    from course.grader.mutation_oracle import _grade_child
+    from tests.self.helpers import mutate
+    from tests.self.mutants import P08
+
+    problem = problems.get("p08")
+    ids = ["E2.temperature", "I3"]
+    limits = {cid: 60.0 for cid in ids}
+    mutant = next(m for m in P08 if m.aimed_at in ids)
+    try:
+        assert _grade_child(problem, str(problem.path("solution")), ids, limits) == 0
+        assert _grade_child(problem, str(mutate("p08", mutant, tmp_path)), ids, limits) == 1
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)        # the child's per-check alarm must not outlive the test
