@@ -109,6 +109,8 @@ def edge_batches(ctx):
         (tied[None], [ctx.params(top_p=1e-30, seed=4)], [[]]),                   # tied maxima: only the lower id stays
         (edge[None], [ctx.params(top_k=5, seed=5)], [[]]),                       # the max opens the last partial chunk
         *[(row, [ctx.params(top_k=300, seed=6)], [[]]) for row in wide_k],        # top_k above 256
+        (torch.cat(wide_k[:1] * 2), [ctx.params(temperature=1e-5, top_k=300, seed=12), ctx.params(top_k=300, seed=13)],
+         [[], []]),                                                              # T = 1e-5 (not greedy) beside T = 1
         (torch.stack([spread, ladder]), [ctx.params(top_k=64, seed=7), ctx.params(top_k=4, seed=8)], [[], []]),  # k = V: off
         (twin, [ctx.params(top_k=2, top_p=0.5, seed=9)], [[]],                   # mass before the 2nd is exactly 0.5: it goes
          ("两个相等的最大值：第二个之前的质量恰好是 0.5 = top_p，已经达到，它要被删掉（mass_before >= top_p，不是 >）",
