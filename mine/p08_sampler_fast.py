@@ -223,7 +223,9 @@ class FastSampler:
         """
         # TODO(p08-fast.3): per route (top_k, top_p, plain): its rows = the next slice of order; x's rows,
         #                   the knobs' rows; width; window_topk, the temperature on [n, W] only, canonical_window.
-        # TODO(p08-fast.4): top-p-only rows: row_mass = row_total(exp(x / T - max)) over all of V; filter_window;
+        # TODO(p08-fast.4): top-p-only rows: row_mass = row_total(exp(x / T - max)) over all of V; filter_window
+        #                   (complete only for a top-p window of all V: a top-k row's certainty stays its own even
+        #                   when the peers' widest top_k makes the window the whole row);
         #                   exact rows = order's tail + the window rows that are not certain (one sync).
         raise _todo(4, "FastSampler._parts")
 

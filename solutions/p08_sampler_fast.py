@@ -278,7 +278,8 @@ class FastSampler:
             if name == "top_p":                                                  # [n, 1] top-p's 100 %: all of V
                 z_all = xs if all(params[i].temperature == 1 for i in members) else xs / temp  # x / 1 is x
                 row_mass = row_total(torch.sub(z_all, z[:, :1]).exp_())
-            e, cs, total, certain = filter_window(z, top_k, top_p, row_mass, complete=width == vocab)  # step 4
+            complete = name == "top_p" and width == vocab                        # top-k rows: each row's own rule
+            e, cs, total, certain = filter_window(z, top_k, top_p, row_mass, complete)  # step 4
             windows.append((rows, e, cs, total, ids))
             checks.append((rows, certain))
         exact = order[start:]                                                    # [m] top_k > WINDOW_K

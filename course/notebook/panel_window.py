@@ -65,7 +65,7 @@ def window_plan(fast, row, temperature, top_k, top_p) -> dict:
         values, ids = fast.window_topk(x, width)                                      # [1, W] step 3
         z, ids = fast.canonical_window(values / temp, ids)                            # [1, W]
         row_mass = fast.row_total(torch.exp(x / temp - z[:, :1])) if route == "top_p" else None  # [1, 1]
-        e, _, _, sure = fast.filter_window(z, k, p, row_mass, complete=width == vocab)  # step 4
+        e, _, _, sure = fast.filter_window(z, k, p, row_mass, route == "top_p" and width == vocab)  # step 4
         certain = bool(sure[0])
         n_window = int((e > 0).sum())
         window_kept = sorted(int(i) for i in ids[e > 0])

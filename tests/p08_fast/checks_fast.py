@@ -171,6 +171,23 @@ def f4_bitwise_batch_invariance(ctx):
                                  "on the peers. Either the randomness a seeded row consumes per step depends on K or B, or "
                                  "sample() does not draw from what filtered_probs reports (see F6)"),
                            where="FastSampler.sample")
+    # a small vocabulary: a peer with top_k = V - 1 makes a shared top-k window the whole row, and a row whose k-th
+    # value ties the next must still go the way it goes alone (its certainty is its own, not the window's)
+    ladder = torch.cat([torch.tensor([5.0, 4.0, 3.0, 3.0, 3.0]), torch.linspace(-1.0, -6.0, 59)])       # [64]
+    peer = torch.randn(1, 64, generator=g)
+    for target in (P(top_k=3, seed=21), P(top_k=4, top_p=0.9, seed=22)):
+        alone = fast_probs(ctx, ctx.sampler(), ladder[None].to(ctx.device), [target], [[]])[0]
+        mixed = fast_probs(ctx, ctx.sampler(), torch.cat([peer, ladder[None]]).to(ctx.device),
+                           [P(top_k=63, seed=23), target], [[], []])[1]
+        if not torch.equal(alone, mixed):
+            diff = (alone - mixed).abs().max().item()
+            raise Fail(f"FastSampler.filtered_probs: row [5, 4, 3, 3, 3, -1, ...] (V=64, {params_text(target)}) alone vs beside a "
+                       f"peer with top_k=63: max |difference| {diff:.2e}",
+                       ctx.t("同伴的 top_k = V - 1 让共享窗口成了整行；这一行第 k 大的值和下一个相等，它单独时走另一条路线。"
+                             "一行走哪条路线（certain 与否）只能由它自己决定，不能因为窗口恰好是整行就算 certain",
+                             "the peer's top_k = V - 1 makes the shared window the whole row; this row's k-th value ties the next, "
+                             "and alone it takes another route. Whether a row is certain must be decided by the row alone, not "
+                             "by a window that happens to be the whole row"), where="FastSampler.filtered_probs")
 
 
 @check("F5", "速度：同一次运行里比参考解的逐行循环和全词表排序都快（seed 004 的场景）",
