@@ -11,7 +11,7 @@ crosses top_p inside one bucket; only that bucket's tokens are ordered, the rest
 import torch
 
 INF = float("inf")
-SORT_MAX_V = 4096   # a vocabulary this small: sort the rows instead (the same integers, the same answer, and ops
+SORT_MAX_V = 1024   # a vocabulary this small: sort the rows instead (the same integers, the same answer, and ops
                     # that do not depend on how many rows take the route)
 
 BUCKET_SHIFT = 16    # a bucket: the float bits of a weight without the low 16 (exponent and 7 mantissa bits)
@@ -127,7 +127,7 @@ def _listed_crossing(members, quota, total):
     hit, ids, z, after = crossing(members, quota)
     out = (torch.zeros_like(total), torch.zeros(total.shape, device=total.device), total.clone())
     for t, v in zip(out, (ids, z, after)):
-        t[hit] = v
+        t.index_copy_(0, hit, v)                                                  # one op, whatever len(hit)
     return out
 
 

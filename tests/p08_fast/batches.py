@@ -116,7 +116,7 @@ def edge_batches(ctx):
          ("两个相等的最大值：第二个之前的质量恰好是 0.5 = top_p，已经达到，它要被删掉（mass_before >= top_p，不是 >）",
           "two equal maxima: the mass before the second is exactly 0.5 = top_p, which already reaches it, so it goes "
           "(mass before >= top_p, not >)")),
-        (torch.randn(300, 512, generator=g), [ctx.params(top_k=300, seed=i) for i in range(300)], [[]] * 300),  # many rows
+        (torch.randn(300, 1100, generator=g), [ctx.params(top_k=300, seed=i) for i in range(300)], [[]] * 300),  # many rows
         (greedy, [ctx.params(temperature=0.0)] * 7 + [ctx.params(temperature=0.0, repetition_penalty=2.0)],
          [[]] * 7 + [[5]]),                                                     # greedy rows: the first maximum
         (short, [ctx.params(temperature=0.0)] * 2 + [ctx.params(top_k=1, seed=11)], [[]] * 3),  # beside a window row
@@ -125,14 +125,16 @@ def edge_batches(ctx):
 
 def order_batch(ctx, vocab=4096):
     """Top-p-only rows whose cut falls inside a run of nearly equal values: +0.0 beside -0.0 (equal: lower ids
-    first), +1e-4 beside -1e-4 (signs mixed in one probability bucket) and floats one ulp apart (2.5 and -2.5)."""
+    first), +1e-4 beside -1e-4 (signs mixed in one probability bucket) and floats one ulp apart (2.5 and -2.5).
+    111 tokens kept, past a window of 64: the exact route's own order inside a bucket decides the cut."""
     up = torch.tensor(2.5).nextafter(torch.tensor(3.0)).item()                                  # 2.5 + 1 ulp
     down = torch.tensor(-2.5).nextafter(torch.tensor(-3.0)).item()                              # -2.5 - 1 ulp
-    runs = [(1.0, [-0.0] * 20 + [0.0] * 20), (1.0, [-1e-4, 1e-4] * 20), (3.0, [2.5, up] * 20), (-1.0, [down, -2.5] * 20)]
+    runs = [(1.0, [-0.0] * 100 + [0.0] * 100), (1.0, [-1e-4, 1e-4] * 100), (3.0, [2.5, up] * 100),
+            (-1.0, [down, -2.5] * 100)]
     rows = []
     for top, run in runs:
         row = torch.full((vocab,), -10.0)
-        row[7], row[100:140] = top, torch.tensor(run)
+        row[7], row[100:300] = top, torch.tensor(run)
         rows.append(row)
-    return (torch.stack(rows), [ctx.params(top_p=top_p_keeping(row, 11), seed=10 + i) for i, row in enumerate(rows)],
-            [[]] * len(rows))
+    return (torch.stack(rows), [ctx.params(top_p=top_p_keeping(row, 111), seed=10 + i) for i, row in enumerate(rows)],
+            [[]] * len(rows))                                        # 111 kept: past a window of 64, the exact route
