@@ -125,12 +125,13 @@ def edge_batches(ctx):
 
 def order_batch(ctx, vocab=4096):
     """Top-p-only rows whose cut falls inside a run of nearly equal values: +0.0 beside -0.0 (equal: lower ids
-    first), +1e-4 beside -1e-4 (signs mixed in one probability bucket) and floats one ulp apart (2.5 and -2.5).
+    first), +1e-4 beside -1e-4 (signs mixed in one probability bucket) and floats one or two ulp apart (2.5 and -2.5).
     111 tokens kept, past a window of 64: the exact route's own order inside a bucket decides the cut."""
     up = torch.tensor(2.5).nextafter(torch.tensor(3.0)).item()                                  # 2.5 + 1 ulp
     down = torch.tensor(-2.5).nextafter(torch.tensor(-3.0)).item()                              # -2.5 - 1 ulp
+    lower = torch.tensor(down).nextafter(torch.tensor(-3.0)).item()                             # -2.5 - 2 ulp
     runs = [(1.0, [-0.0] * 100 + [0.0] * 100), (1.0, [-1e-4, 1e-4] * 100), (3.0, [2.5, up] * 100),
-            (-1.0, [down, -2.5] * 100)]
+            (-1.0, [down, -2.5] * 100), (-1.0, [lower, -2.5] * 100)]
     rows = []
     for top, run in runs:
         row = torch.full((vocab,), -10.0)
