@@ -107,6 +107,7 @@ def edge_batches(ctx):
         (torch.stack([ladder, spread]), [ctx.params(top_k=3, seed=1), ctx.params(top_k=0, top_p=0.9, seed=2)], [[], []]),
         (torch.zeros(1, 64), [ctx.params(top_k=3, seed=3)], [[]]),              # a lone row, all values equal
         (tied[None], [ctx.params(top_p=1e-30, seed=4)], [[]]),                   # tied maxima: only the lower id stays
+        (tied[None], [ctx.params(top_k=300, top_p=1e-30, seed=14)], [[]]),       # the same on the exact route
         (edge[None], [ctx.params(top_k=5, seed=5)], [[]]),                       # the max opens the last partial chunk
         *[(row, [ctx.params(top_k=300, seed=6)], [[]]) for row in wide_k],        # top_k above 256
         (torch.cat(wide_k[:1] * 2), [ctx.params(temperature=1e-5, top_k=300, seed=12), ctx.params(top_k=300, seed=13)],
