@@ -16,8 +16,9 @@ from typing import NamedTuple
 
 import torch
 
-from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams  # given
+from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs  # given  # noqa: F401
 from course.selection import exact_rows  # given: the exact route (step "going further")
+from course.streams import stream_uniform  # given: stream_uniform(seed, n) -> the n-th uniform of a stream  # noqa: F401
 
 __all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "Routes", "route", "window_topk", "canonical_window",
            "prefix_sum", "row_total", "filter_window", "inverse_cdf"]

@@ -126,3 +126,29 @@ def test_a_helper_named_like_a_step_with_other_arguments_is_the_learners_own_des
     assert result.status == "pass" and "takes other arguments than this step's" in " ".join(result.lines), result.lines
     wrong = mutate("p08-fast", next(m for m in FAST_STEPS if m.name == "certain_by_count"), tmp_path)
     assert run("p08-fast", wrong, ["T4.filter_window"])["T4.filter_window"].status == "fail"
+
+
+def test_stub_and_solution_share_names_signatures_and_constants():
+    """One design from stub to solution: every function, class, method and constant of the solution is in the stub
+    with the same signature and value (the stub adds only its _todo helper)."""
+    def shape(path):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        out = {}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                out[node.name] = ast.unparse(node.args)
+            elif isinstance(node, ast.ClassDef):
+                out[node.name] = "class"
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef):
+                        out[f"{node.name}.{item.name}"] = ast.unparse(item.args)
+                    elif isinstance(item, ast.AnnAssign):
+                        out[f"{node.name}.{ast.unparse(item.target)}"] = ast.unparse(item.annotation)
+            elif isinstance(node, ast.Assign):
+                out[", ".join(ast.unparse(t) for t in node.targets)] = ast.unparse(node.value)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                out["import " + ast.unparse(node)] = "import"
+        return out
+    fast = problems.get("p08-fast")
+    stub, solution = shape(fast.path("stub")), shape(fast.path("solution"))
+    assert {k: v for k, v in stub.items() if k != "_todo"} == solution
