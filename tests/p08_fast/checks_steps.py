@@ -25,20 +25,21 @@ INF = float("inf")
 
 # ---- helpers -----------------------------------------------------------------------------------------
 def step(*names):
-    """The check grades these step functions; a file that has a FastSampler but not them (a fast path written
-    in its own shape, which the contract allows) passes with a note: F1-F6 and the whole-sampler checks grade it."""
+    """The check grades these step functions (a dotted name is a method: "FastSampler._uniforms"); a file that has
+    a FastSampler but not them (a fast path written in its own shape, which the contract allows) passes with a
+    note: F1-F6 and the whole-sampler checks grade it."""
     def wrap(fn):
         @functools.wraps(fn)
         def run(ctx):
-            missing = [n for n in names if getattr(ctx.impl, n, None) is None]
+            missing = [n for n in names if _lookup(ctx.impl, n) is None]
             if missing and getattr(ctx.impl, ctx.sampler_name, None) is not None:
                 ctx.notes.append(ctx.t(f"你的文件里没有 {', '.join(missing)}：这一步不单独评分，由 F1-F6 和整体检查评 FastSampler",
                                        f"no {', '.join(missing)} in your file: this step is not graded on its own; F1-F6 and "
                                        f"the whole-sampler checks grade your FastSampler"))
                 return None
-            other = [n for n in names if not _takes_the_steps_arguments(getattr(ctx.impl, n), n)]
+            other = [n for n in names if not _takes_the_steps_arguments(_lookup(ctx.impl, n), n)]
             if other and getattr(ctx.impl, ctx.sampler_name, None) is not None:   # a helper of the same name, own design
-                shown = ", ".join(f"{n}{inspect.signature(getattr(ctx.impl, n))}" for n in other)
+                shown = ", ".join(f"{n}{inspect.signature(_lookup(ctx.impl, n))}" for n in other)
                 ctx.notes.append(ctx.t(f"你的 {shown} 的参数和这一步的不一样：按你自己的设计处理，这一步不单独评分，由 F1-F6 和整体检查评 FastSampler",
                                        f"your {shown} takes other arguments than this step's: treated as your own design, this "
                                        f"step is not graded on its own; F1-F6 and the whole-sampler checks grade your FastSampler"))
@@ -48,9 +49,16 @@ def step(*names):
     return wrap
 
 
+def _lookup(obj, dotted):
+    """obj.a.b for "a.b", or None where a part is missing."""
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
 def _takes_the_steps_arguments(fn, name) -> bool:
     """Can fn be called the way the step is (the reference's required positional arguments)?"""
-    needed = [p for p in inspect.signature(getattr(reference(), name)).parameters.values() if p.default is p.empty]
+    needed = [p for p in inspect.signature(_lookup(reference(), name)).parameters.values() if p.default is p.empty]
     try:
         inspect.signature(fn).bind(*range(len(needed)))
     except TypeError:

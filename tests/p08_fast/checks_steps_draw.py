@@ -1,7 +1,5 @@
 """p08-fast step checks T5-T6: filtered_probs on example 2's batch (ties at the top-p cut by token id,
 whatever the peers), inverse_cdf, and the streams (_uniforms, free). Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
-import inspect
-
 import torch
 
 from course import oracle
@@ -155,25 +153,9 @@ def _check_columns(ctx, cs, total, u, e, label):
 @check("T6.streams", "_uniforms 与 free（第 6 步）：每个请求自己的计数流，greedy 不抽，free 重来，无 seed 的共用一条",
        "_uniforms and free (step 6): each request's own counted stream, greedy rows draw nothing, free restarts, "
        "unseeded rows share one", hint=("p08-fast", 2, "s6"))
+@step("FastSampler._uniforms")
 def t6_streams(ctx):
-    sampler_cls = ctx.fn(ctx.sampler_name)
-    if not callable(getattr(sampler_cls, "_uniforms", None)):
-        ctx.notes.append(ctx.t("你的 FastSampler 没有 _uniforms(req_ids, params)：这一步不单独评分，由 I1、I5、E3 评你的随机流",
-                               "your FastSampler has no _uniforms(req_ids, params): this step is not graded on its own; "
-                               "I1, I5 and E3 grade your streams"))
-        return
-    sampler = _noting(f"called {ctx.sampler_name}()", sampler_cls)
-    try:                                                     # a helper of the same name in the learner's own design
-        inspect.signature(sampler._uniforms).bind(["a"], [ctx.params()])
-    except TypeError:
-        ctx.notes.append(ctx.t(f"你的 _uniforms{inspect.signature(sampler._uniforms)} 的参数和这一步的不一样：按你自己的设计处理，"
-                               "这一步不单独评分，由 I1、I5、E3 评你的随机流",
-                               f"your _uniforms{inspect.signature(sampler._uniforms)} takes other arguments than this step's "
-                               "(req_ids, params): treated as your own design, this step is not graded on its own; I1, I5 and "
-                               "E3 grade your streams"))
-        return
-    except ValueError:
-        pass
+    sampler = _noting(f"called {ctx.sampler_name}()", ctx.fn(ctx.sampler_name))
     p = ctx.params
     seven, eight, greedy, unseeded, hot = p(seed=7), p(seed=8), p(temperature=0.0, seed=9), p(), p(seed=9)
 
