@@ -39,7 +39,7 @@ def parse(argv):
     parser.add_argument("--yes", action="store_true")
     parser.add_argument("--watch", action="store_true")
     parser.add_argument("--only", action="append", help="check families or ids, comma-separated: E2 or E2.top_p,I3")
-    parser.add_argument("--step", type=int, help="grade the checks of one TODO step")
+    parser.add_argument("--step", help="grade the checks of one TODO step: 3, or 4a (4: every part of step 4)")
     parser.add_argument("--timeout", type=float, help="seconds per check (for course authors)")
     args = parser.parse_args(argv)
     if args.problem not in problems.problems():
@@ -48,11 +48,13 @@ def parse(argv):
         levels = [str(n) for n in hints.levels(args.problem)]
         said = ", ".join(levels[:-1]) + " or " + levels[-1] if len(levels) > 1 else "".join(levels)
         raise UsageError(f"--hint takes {said} for {args.problem}, got {args.hint}")
-    steps = problems.get(args.problem).steps
-    if args.step is not None and not 1 <= args.step <= len(steps):
-        raise UsageError(f"--step takes 1 to {len(steps)} for {args.problem}, got {args.step}" if steps
+    problem = problems.get(args.problem)
+    if args.step is not None and problem.step_checks(args.step) is None:
+        names = problem.step_names
+        said = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
+        raise UsageError(f"--step takes {said} for {args.problem}, got {args.step}" if names
                          else f"{args.problem} has no --step (course.toml lists no steps)")
-    if args.step is not None and not steps[args.step - 1]:
+    if args.step is not None and not problem.step_checks(args.step):
         raise UsageError(f"step {args.step} of {args.problem} has no check of its own; "
                          f"./check.sh {args.problem} grades it")
     if args.step is not None and args.only:
@@ -116,7 +118,7 @@ def grade(args) -> int:
         import torch
         if not torch.cuda.is_available():
             raise UsageError("--device cuda: torch sees no GPU here")
-    ids = select(problem.checks, args.only or ([",".join(problem.steps[args.step - 1])] if args.step else None))
+    ids = select(problem.checks, args.only or ([",".join(problem.step_checks(args.step))] if args.step else None))
     devices = [args.device or "cpu"]
     color = report.use_color()
     lang, passed, total, failed, first = args.lang, 0, 0, [], None

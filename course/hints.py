@@ -21,10 +21,10 @@ _NAMED = {"traps": ("常见坑", "common traps"), "trace": ("逐步追踪", "ste
 
 
 def anchor_label(anchor: str, lang: str) -> str:
-    """'q4' -> 'key question 4' / '关键问题 4'."""
+    """'q4' -> 'key question 4' / '关键问题 4'; 's4a' -> 'approach: step 4a'."""
     if anchor in _NAMED:
         return pick(lang, *_NAMED[anchor])
-    match = re.fullmatch(r"([a-z])(\d+)", anchor)
+    match = re.fullmatch(r"([a-z])(\d+[a-z]?)", anchor)          # s4a: a lettered part of step 4
     if not match or match[1] not in _LABELS:
         return anchor
     zh, en = _LABELS[match[1]]

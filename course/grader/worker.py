@@ -48,8 +48,9 @@ def captured_output(box: dict):
             box["out_text"] = head[:OUTPUT_KEEP]
 
 
-# a stub's NotImplementedError("<problem> step 3 apply_top_k: see notebooks/<notebook>.ipynb §3 · ...")
-_TODO = re.compile(r"(?P<problem>[\w-]+) step (?P<step>\d+) (?P<name>[\w.]+): see (?P<where>\S+ §\d+)")
+# a stub's NotImplementedError("<problem> step 3 apply_top_k: see notebooks/<notebook>.ipynb §3 · ..."); a step may
+# have lettered parts (step 4a, §4a)
+_TODO = re.compile(r"(?P<problem>[\w-]+) step (?P<step>\d+[a-z]?) (?P<name>[\w.]+): see (?P<where>\S+ §\d+[a-z]?)")
 
 
 def _in_language(where: str, lang: str) -> str:
