@@ -99,7 +99,9 @@ def test_global_state_edits_neither_fail_a_correct_file_nor_pass_a_wrong_one():
 @pytest.mark.parametrize("args,message", [(("p99",), "unknown problem 'p99'"),
                                           (("p08", "--bogus"), "unrecognized arguments"),
                                           (("p08", "--hint", "7"), "--hint takes 1, 2 or 3 for p08"),
-                                          (("p08", "--impl", "nope.py"), "no such file")])
+                                          (("p08", "--impl", "nope.py"), "no such file"),
+                                          (("p08-fast", "--step", "7"), "--step takes 1, 2, 3, 4a, 4b, 4c, 5 or 6"),
+                                          (("p08", "--step", "4a"), "--step takes 1, 2, 3, 4, 5 or 6 for p08")])
 def test_usage_errors_are_one_line(args, message):
     code, out, err = check_sh(*args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and not out
@@ -111,8 +113,17 @@ def test_the_fast_path_stub_is_graded_cleanly(tmp_path):
     assert code == 1 and f"0/{total} checks passed" in out and "Traceback" not in out + err
     # the steps first, in TODO order, each missing step once; English points at the English notebook
     assert out.index("✗ T1 penalized_fp32") < out.index("✗ T6 inverse_cdf") < out.index("F1")
-    assert out.count("not implemented yet: FastSampler.sample") == 1 and len(out.splitlines()) < 50, out
+    assert out.count("not implemented yet: FastSampler.sample") == 1 and len(out.splitlines()) < 60, out
     assert "see notebooks/en/p08_fast_path.ipynb §" in out and "see notebooks/p08_fast_path.ipynb" not in out
+    assert "✗ T4c _parts (step 4c)" in out
+    assert "not implemented yet: filter_window (step 4b, see notebooks/en/p08_fast_path.ipynb §4b)" in out
+
+
+def test_a_lettered_step_grades_its_part_and_its_number_every_part(tmp_path):
+    code, out, _ = check_sh("p08-fast", "--solution", "--step", "4b", "--lang", "en", state=tmp_path / "s.json")
+    assert code == 0 and "1/1 checks passed" in out and "✓ T4b filter_window" in out, out
+    code, out, _ = check_sh("p08-fast", "--solution", "--step", "4", "--lang", "en", state=tmp_path / "s.json")
+    assert code == 0 and "3/3 checks passed" in out and all(f"✓ T4{part} " in out for part in "abc"), out
 
 
 def test_a_long_explanation_is_folded_whole_and_a_flood_is_cut():
