@@ -34,6 +34,20 @@ def anchor_label(anchor: str, lang: str) -> str:
     return pick(lang, f"{zh} {n}", f"{en} {n}")
 
 
+def resolve(problem: str, hint):
+    """A check's hint (problem, level, anchor) as `problem` shows it. A check that two problems share points into
+    one problem's hints; graded as the other problem, it points at that problem's own hints instead, through
+    course.toml's `hints_from` table (e.g. [problems.p08-fast.hints_from.p08] "1 q6" = "2 s6"). A pointer the
+    table does not name stays as it is."""
+    if hint is None:
+        return None
+    source = (hint[0], int(hint[1]), hint[2])
+    if source[0] == problem:
+        return source
+    mapped = dict(get(problem).hints_from).get(source)
+    return (problem, *mapped) if mapped else source
+
+
 def hint_path(problem: str, level: int, lang: str):
     base = get(problem).path("hints")
     return (base / "en" if lang == "en" else base) / f"L{level}.md"

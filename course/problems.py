@@ -36,6 +36,8 @@ class Problem:
     step_names: tuple = ()   # the steps' names as the stub's TODOs number them ("1", ..., "4a", "4b", ...)
     sampler_class: str = ""  # a problem's own fields, for its context and notebooks (p08: the class that samples,
     functions: tuple = ()    # and the step functions a learner writes beside it)
+    hints_from: tuple = ()   # ((problem, level, anchor), (level, anchor)): where a shared check's pointer into another
+    #                          problem's hints points in this problem's (course.hints.resolve)
 
     def title(self, lang: str) -> str:
         return self.title_zh if lang == "zh" else self.title_en
@@ -71,8 +73,10 @@ def problems() -> dict:
     for name, entry in data["problems"].items():
         steps = entry.get("steps", ())          # a list (steps 1..N) or a table {"1" = [...], "4a" = [...]}
         names = tuple(steps) if isinstance(steps, dict) else tuple(str(n) for n in range(1, len(steps) + 1))
+        hints_from = tuple(((other, int(key.split()[0]), key.split()[1]), (int(to.split()[0]), to.split()[1]))
+                           for other, table in entry.get("hints_from", {}).items() for key, to in table.items())
         entry = dict(entry, functions=tuple(entry.get("functions", ())), checks=tuple(entry["checks"]),
-                     check_modules=tuple(entry["check_modules"]), step_names=names,
+                     check_modules=tuple(entry["check_modules"]), step_names=names, hints_from=hints_from,
                      steps=tuple(tuple(ids) for ids in (steps.values() if isinstance(steps, dict) else steps)))
         out[name] = Problem(name=name, **entry)
     return out
