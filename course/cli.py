@@ -155,7 +155,7 @@ def grade(args) -> int:
         graded_on = "cpu,cuda" if run.cuda and not args.device else args.device or "cpu"
         state.record_grade(problem.name, passed, total, graded_on)
     if passed == total and total:
-        print(problem.next_step(lang) if not partial else
+        print(problem.next_step(lang).replace("{python}", python_command()) if not partial else
               pick(lang, f"这部分全部通过。完整评分：./check.sh {problem.name}",
                    f"all of these pass. The whole grade: ./check.sh {problem.name}"))
         return 0
@@ -164,6 +164,23 @@ def grade(args) -> int:
     elif failed:
         print(pick(lang, "下一步：先修好上面的导入错误", "next: fix the import error above"))
     return 1
+
+
+def python_command() -> str:
+    """How to start this Python from the repo root, as a command that works as printed: the repo's own .venv (or
+    any interpreter inside the repo) by its relative path, else the name PATH finds it by, else its full path."""
+    import shutil
+
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(ROOT))
+    except ValueError:
+        pass
+    for name in ("python", "python3"):
+        found = shutil.which(name)
+        if found and os.path.exists(exe) and os.path.samefile(found, exe):
+            return name
+    return str(exe)
 
 
 def watch(args) -> int:

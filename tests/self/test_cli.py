@@ -136,3 +136,28 @@ def test_a_long_explanation_is_folded_whole_and_a_flood_is_cut():
     assert " ".join(lines) == why, f"fold({why[:40]}...) lost words: {lines}"
     flood = fold("[" + ", ".join("0.125" for _ in range(5000)) + "]")
     assert len(flood) == MAX_FOLDS and flood[-1].endswith("…") and all(len(line) <= MAX_LINE for line in flood)
+
+
+def test_the_benchmark_command_of_the_last_line_works_as_printed_from_the_repo_root(monkeypatch, tmp_path):
+    """After a full pass p08-fast's last line names the benchmark of the learner's file, started by the Python check.sh
+    runs: the repo's .venv by its path from the repo root, else the name PATH finds it by, else its full path."""
+    import shutil
+    import sys
+
+    from course import cli
+    from course.problems import ROOT
+
+    fast = problems.get("p08-fast")
+    assert all("{python} -m course.bench p08 --impl mine --quick" in line for line in (fast.next_en, fast.next_zh))
+    monkeypatch.setattr(sys, "executable", str(ROOT / ".venv" / "bin" / "python"))
+    assert cli.python_command() == ".venv/bin/python"
+    on_path = shutil.which("python3")
+    if on_path:
+        monkeypatch.setattr(sys, "executable", str(Path(on_path).resolve()))
+        name = cli.python_command()
+        assert name in ("python", "python3") and Path(shutil.which(name)).samefile(on_path)
+    elsewhere = tmp_path / "bin" / "python3.11"               # an interpreter outside the repo that PATH does not name
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("#!/bin/sh\n")
+    monkeypatch.setattr(sys, "executable", str(elsewhere))
+    assert cli.python_command() == str(elsewhere)
