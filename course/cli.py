@@ -75,12 +75,30 @@ def show_hint(args) -> int:
                             "L3 gives the answers and you have not read L1/L2 yet. Show it anyway? [y/N] "))
         if answer.strip().lower() not in ("y", "yes", "是"):
             return 0
-    print(hints.render_terminal(hints.read(args.problem, level, args.lang), color=report.use_color()))
-    state.record_hint(args.problem, level)
+    print_hint(args.problem, level, args.lang)
     if level < available[-1]:
         print(pick(args.lang, f"下一级：./check.sh {args.problem} --hint {level + 1}",
                    f"next level: ./check.sh {args.problem} --hint {level + 1} --lang en"))
     return 0
+
+
+def print_hint(problem: str, level: int, lang: str) -> None:
+    """Print hint level `level` of `problem` and record that it was seen."""
+    print(hints.render_terminal(hints.read(problem, level, lang), color=report.use_color()), flush=True)
+    state.record_hint(problem, level)
+
+
+def next_hint(problem: str, lang: str) -> None:
+    """The next hint level not yet seen (the last again once all are), as `h` shows it in --watch: levels come in
+    order there, so L3 never comes before L1 and L2 and needs no question."""
+    available = hints.levels(problem)
+    if not available:
+        print(pick(lang, f"{problem} 还没有提示", f"{problem} has no hints yet"), flush=True)
+        return
+    level = hints.next_level(state.problem_state(problem).get("hints_seen", []), available)
+    print(pick(lang, f"—— 提示第 {level} 级（./check.sh {problem} --hint {level}）——",
+               f"—— hint level {level} (./check.sh {problem} --hint {level}) ——"), flush=True)
+    print_hint(problem, level, lang)
 
 
 def impl_path(args) -> Path:
@@ -200,7 +218,8 @@ def watch(args) -> int:
             code = 2
         return code
 
-    return watching.run(impl, relpath(impl), grade_once, args.lang, poll_s=watching.poll_seconds())
+    return watching.run(impl, relpath(impl), grade_once, args.lang, poll_s=watching.poll_seconds(),
+                        show_hint=lambda: next_hint(args.problem, args.lang))
 
 
 def list_problems(lang: str) -> int:
