@@ -1,4 +1,5 @@
-"""Acceptance checks T1-T6 of p08-fast: one per TODO step of mine/p08_sampler_fast.py, in TODO order.
+"""Acceptance checks T1-T6 of p08-fast: one per TODO step of mine/p08_sampler_fast.py, in TODO order (step 4 in three
+parts: T4a and T4b in checks_steps_sums.py, T4c in checks_steps_parts.py).
 
 Each check calls the learner's function(s) of its own step only, on inputs built here (a canonical window is
 the head of a stable descending torch.sort; prefix sums inside filter_window are the reference's), so an
