@@ -200,9 +200,10 @@ class FastSampler:
         raise _todo(6, "FastSampler.sample")
 
     def filtered_probs(self, logits, params, prev_tokens):
-        """Step 5, [B, V] float32: the distribution each row is drawn from (greedy rows: one-hot at the argmax)."""
-        # TODO(p08-fast.5): zeros [B, V]; each part's e / total scattered to its ids (or as is, in vocab order);
-        #                   the exact rows from self._exact(..., draw=False).
+        """Step 5: [B, V] float32, the distribution each row is drawn from (greedy rows: one-hot at the argmax)."""
+        # TODO(p08-fast.5): zeros [B, V]; greedy rows 1.0 at their penalised row's argmax; each part of self._parts:
+        #                   e / total scattered to its ids (or as is, in vocab order); the exact rows from
+        #                   self._exact(..., draw=False).
         raise _todo(5, "FastSampler.filtered_probs")
 
     def free(self, req_id):
