@@ -39,7 +39,7 @@ def parse(argv):
     parser.add_argument("--yes", action="store_true")
     parser.add_argument("--watch", action="store_true")
     parser.add_argument("--only", action="append", help="check families or ids, comma-separated: E2 or E2.top_p,I3")
-    parser.add_argument("--step", type=int, help="grade the checks of one TODO step")
+    parser.add_argument("--step", help="grade the checks of one TODO step: 3, or 4a (4: every part of step 4)")
     parser.add_argument("--timeout", type=float, help="seconds per check (for course authors)")
     args = parser.parse_args(argv)
     if args.problem not in problems.problems():
@@ -48,11 +48,13 @@ def parse(argv):
         levels = [str(n) for n in hints.levels(args.problem)]
         said = ", ".join(levels[:-1]) + " or " + levels[-1] if len(levels) > 1 else "".join(levels)
         raise UsageError(f"--hint takes {said} for {args.problem}, got {args.hint}")
-    steps = problems.get(args.problem).steps
-    if args.step is not None and not 1 <= args.step <= len(steps):
-        raise UsageError(f"--step takes 1 to {len(steps)} for {args.problem}, got {args.step}" if steps
+    problem = problems.get(args.problem)
+    if args.step is not None and problem.step_checks(args.step) is None:
+        names = problem.step_names
+        said = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
+        raise UsageError(f"--step takes {said} for {args.problem}, got {args.step}" if names
                          else f"{args.problem} has no --step (course.toml lists no steps)")
-    if args.step is not None and not steps[args.step - 1]:
+    if args.step is not None and not problem.step_checks(args.step):
         raise UsageError(f"step {args.step} of {args.problem} has no check of its own; "
                          f"./check.sh {args.problem} grades it")
     if args.step is not None and args.only:
@@ -73,12 +75,30 @@ def show_hint(args) -> int:
                             "L3 gives the answers and you have not read L1/L2 yet. Show it anyway? [y/N] "))
         if answer.strip().lower() not in ("y", "yes", "是"):
             return 0
-    print(hints.render_terminal(hints.read(args.problem, level, args.lang), color=report.use_color()))
-    state.record_hint(args.problem, level)
+    print_hint(args.problem, level, args.lang)
     if level < available[-1]:
         print(pick(args.lang, f"下一级：./check.sh {args.problem} --hint {level + 1}",
                    f"next level: ./check.sh {args.problem} --hint {level + 1} --lang en"))
     return 0
+
+
+def print_hint(problem: str, level: int, lang: str) -> None:
+    """Print hint level `level` of `problem` and record that it was seen."""
+    print(hints.render_terminal(hints.read(problem, level, lang), color=report.use_color()), flush=True)
+    state.record_hint(problem, level)
+
+
+def next_hint(problem: str, lang: str) -> None:
+    """The next hint level not yet seen (the last again once all are), as `h` shows it in --watch: levels come in
+    order there, so L3 never comes before L1 and L2 and needs no question."""
+    available = hints.levels(problem)
+    if not available:
+        print(pick(lang, f"{problem} 还没有提示", f"{problem} has no hints yet"), flush=True)
+        return
+    level = hints.next_level(state.problem_state(problem).get("hints_seen", []), available)
+    print(pick(lang, f"—— 提示第 {level} 级（./check.sh {problem} --hint {level}）——",
+               f"—— hint level {level} (./check.sh {problem} --hint {level}) ——"), flush=True)
+    print_hint(problem, level, lang)
 
 
 def impl_path(args) -> Path:
@@ -116,7 +136,7 @@ def grade(args) -> int:
         import torch
         if not torch.cuda.is_available():
             raise UsageError("--device cuda: torch sees no GPU here")
-    ids = select(problem.checks, args.only or ([",".join(problem.steps[args.step - 1])] if args.step else None))
+    ids = select(problem.checks, args.only or ([",".join(problem.step_checks(args.step))] if args.step else None))
     devices = [args.device or "cpu"]
     color = report.use_color()
     lang, passed, total, failed, first = args.lang, 0, 0, [], None
@@ -153,7 +173,7 @@ def grade(args) -> int:
         graded_on = "cpu,cuda" if run.cuda and not args.device else args.device or "cpu"
         state.record_grade(problem.name, passed, total, graded_on)
     if passed == total and total:
-        print(problem.next_step(lang) if not partial else
+        print(problem.next_step(lang).replace("{python}", python_command()) if not partial else
               pick(lang, f"这部分全部通过。完整评分：./check.sh {problem.name}",
                    f"all of these pass. The whole grade: ./check.sh {problem.name}"))
         return 0
@@ -162,6 +182,23 @@ def grade(args) -> int:
     elif failed:
         print(pick(lang, "下一步：先修好上面的导入错误", "next: fix the import error above"))
     return 1
+
+
+def python_command() -> str:
+    """How to start this Python from the repo root, as a command that works as printed: the repo's own .venv (or
+    any interpreter inside the repo) by its relative path, else the name PATH finds it by, else its full path."""
+    import shutil
+
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(ROOT))
+    except ValueError:
+        pass
+    for name in ("python", "python3"):
+        found = shutil.which(name)
+        if found and os.path.exists(exe) and os.path.samefile(found, exe):
+            return name
+    return str(exe)
 
 
 def watch(args) -> int:
@@ -181,7 +218,8 @@ def watch(args) -> int:
             code = 2
         return code
 
-    return watching.run(impl, relpath(impl), grade_once, args.lang, poll_s=watching.poll_seconds())
+    return watching.run(impl, relpath(impl), grade_once, args.lang, poll_s=watching.poll_seconds(),
+                        show_hint=lambda: next_hint(args.problem, args.lang))
 
 
 def list_problems(lang: str) -> int:

@@ -21,10 +21,10 @@ _NAMED = {"traps": ("常见坑", "common traps"), "trace": ("逐步追踪", "ste
 
 
 def anchor_label(anchor: str, lang: str) -> str:
-    """'q4' -> 'key question 4' / '关键问题 4'."""
+    """'q4' -> 'key question 4' / '关键问题 4'; 's4a' -> 'approach: step 4a'."""
     if anchor in _NAMED:
         return pick(lang, *_NAMED[anchor])
-    match = re.fullmatch(r"([a-z])(\d+)", anchor)
+    match = re.fullmatch(r"([a-z])(\d+[a-z]?)", anchor)          # s4a: a lettered part of step 4
     if not match or match[1] not in _LABELS:
         return anchor
     zh, en = _LABELS[match[1]]
@@ -32,6 +32,20 @@ def anchor_label(anchor: str, lang: str) -> str:
     if "{n}" in zh:
         return pick(lang, zh.format(n=n), en.format(n=n))
     return pick(lang, f"{zh} {n}", f"{en} {n}")
+
+
+def resolve(problem: str, hint):
+    """A check's hint (problem, level, anchor) as `problem` shows it. A check that two problems share points into
+    one problem's hints; graded as the other problem, it points at that problem's own hints instead, through
+    course.toml's `hints_from` table (e.g. [problems.p08-fast.hints_from.p08] "1 q6" = "2 s6"). A pointer the
+    table does not name stays as it is."""
+    if hint is None:
+        return None
+    source = (hint[0], int(hint[1]), hint[2])
+    if source[0] == problem:
+        return source
+    mapped = dict(get(problem).hints_from).get(source)
+    return (problem, *mapped) if mapped else source
 
 
 def hint_path(problem: str, level: int, lang: str):

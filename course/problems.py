@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,14 +33,25 @@ class Problem:
     notebook_en: str = ""   # the English notebook (built from the same source as `notebook`)
     context: str = "course.grader.checks:Ctx"   # "module:Class" of the context its checks run in
     steps: tuple = ()        # per TODO step, the check ids that pass as soon as that step is right (--step N)
+    step_names: tuple = ()   # the steps' names as the stub's TODOs number them ("1", ..., "4a", "4b", ...)
     sampler_class: str = ""  # a problem's own fields, for its context and notebooks (p08: the class that samples,
     functions: tuple = ()    # and the step functions a learner writes beside it)
+    hints_from: tuple = ()   # ((problem, level, anchor), (level, anchor)): where a shared check's pointer into another
+    #                          problem's hints points in this problem's (course.hints.resolve)
 
     def title(self, lang: str) -> str:
         return self.title_zh if lang == "zh" else self.title_en
 
     def next_step(self, lang: str) -> str:
         return self.next_zh if lang == "zh" else self.next_en
+
+    def step_checks(self, name: str) -> tuple | None:
+        """The check ids of step `name` ("4a"), or of all its lettered parts ("4": 4a, 4b, ...); None: no such step."""
+        named = dict(zip(self.step_names, self.steps))
+        if name in named:
+            return named[name]
+        parts = [ids for step, ids in named.items() if re.fullmatch(rf"{re.escape(name)}[a-z]", step)]
+        return tuple(cid for ids in parts for cid in ids) if parts else None
 
     def context_class(self):
         module, _, name = self.context.partition(":")
@@ -59,9 +71,13 @@ def problems() -> dict:
     data = tomllib.loads(toml_path().read_text(encoding="utf-8"))
     out = {}
     for name, entry in data["problems"].items():
+        steps = entry.get("steps", ())          # a list (steps 1..N) or a table {"1" = [...], "4a" = [...]}
+        names = tuple(steps) if isinstance(steps, dict) else tuple(str(n) for n in range(1, len(steps) + 1))
+        hints_from = tuple(((other, int(key.split()[0]), key.split()[1]), (int(to.split()[0]), to.split()[1]))
+                           for other, table in entry.get("hints_from", {}).items() for key, to in table.items())
         entry = dict(entry, functions=tuple(entry.get("functions", ())), checks=tuple(entry["checks"]),
-                     check_modules=tuple(entry["check_modules"]),
-                     steps=tuple(tuple(ids) for ids in entry.get("steps", ())))
+                     check_modules=tuple(entry["check_modules"]), step_names=names, hints_from=hints_from,
+                     steps=tuple(tuple(ids) for ids in (steps.values() if isinstance(steps, dict) else steps)))
         out[name] = Problem(name=name, **entry)
     return out
 

@@ -1,16 +1,18 @@
 """P08-fast — your vectorized sampler: the whole batch at once, in sorted top-k space, batch invariant.
 
 Same contract as P08's Sampler, plus `filtered_probs`. Fill in the steps (search for TODO(p08-fast.)).
-Grade with `./check.sh p08-fast`; stuck? `./check.sh p08-fast --hint 1`.
+Grade with `./check.sh p08-fast` (one step: `--step 4a`); stuck on a step? `./check.sh p08-fast --hint 2`, the
+approach step by step (the hint a failing step check names; `--hint 1`: the examples and key questions).
 The walkthrough is notebooks/p08_fast_path.ipynb (English: notebooks/en/p08_fast_path.ipynb; §N there is step N):
-  1 prepare: fp32 logits, the penalty on a copy           2 route each row by its own params
-  3 the window: the top W values, equal values by id      4 top-k and top-p inside the window
-  5 exact zeros, filtered_probs                           6 one uniform per row from its stream -> token
+  1  prepare: fp32 logits, the penalty on a copy        2  route each row by its own params
+  3  the window: the top W values, equal values by id   4a sums whose rounding depends on the row alone
+  4b top-k, top-p, exact zeros, certain in the window   4c _parts: the routes put together, the one sync
+  5  filtered_probs: each row's distribution in [B, V]  6  one uniform per row from its stream -> token
 A window row whose kept set may reach past its window, and a row with a large top_k, take the exact route:
 course/selection.py, given code (notebook §7, going further). So are `_upload` and `_exact` below.
 `./check.sh p08-fast` grades each step on its own first (T1 penalized_fp32, T2 route, T3 window_topk and
-canonical_window, T4 prefix_sum / row_total and filter_window, T5 filtered_probs, T6 inverse_cdf and the
-streams), then the whole FastSampler (F1-F6 and P08's checks). `--watch` re-grades every time you save.
+canonical_window, T4a prefix_sum and row_total, T4b filter_window, T4c _parts, T5 filtered_probs, T6 inverse_cdf
+and the streams), then the whole FastSampler (F1-F6 and the checks P08 shares). `--watch` re-grades on every save.
 """
 from typing import NamedTuple
 
@@ -31,7 +33,7 @@ INF = float("inf")
 
 def _todo(step, name):
     return NotImplementedError(
-        f"p08-fast step {step} {name}: see notebooks/p08_fast_path.ipynb §{step} · ./check.sh p08-fast --hint 1")
+        f"p08-fast step {step} {name}: see notebooks/p08_fast_path.ipynb §{step} · ./check.sh p08-fast --hint 2")
 
 
 # step 1: prepare -------------------------------------------------------------------------------------
@@ -94,17 +96,17 @@ def canonical_window(z, ids):
     raise _todo(3, "canonical_window")
 
 
-# step 4: sums whose rounding depends on the row alone, then top-k and top-p inside the window ----------
+# step 4a: sums whose rounding depends on the row alone ----------------------------------------------
 def prefix_sum(e):
     """Inclusive prefix sums [n, W] by log-step shifted adds: entry j is one fixed tree of adds over e[0..j].
 
     e [n, W] -> [n, W]; entry j = e[0] + ... + e[j], the same float for any W, any batch size, any device.
     Plainly: on the CPU torch.cumsum gives the very same floats (it adds sequentially) and passes every CPU
     check; the scan matters on CUDA, where a lone row and a batch take different cumsum kernels, with
-    different orders of adds. Write the scan (hints L2 step 4).
+    different orders of adds. Write the scan (hints L2 step 4a).
     """
-    # TODO(p08-fast.4): the log-step scan (the untouched first columns, then a shifted add; double the shift).
-    raise _todo(4, "prefix_sum")
+    # TODO(p08-fast.4a): the log-step scan (the untouched first columns, then a shifted add; double the shift).
+    raise _todo("4a", "prefix_sum")
 
 
 def _prefix(e):
@@ -114,13 +116,14 @@ def _prefix(e):
 
 
 def row_total(e):
-    """[n, V] weights in [0, 1] -> [n, 1] sums in int64 fixed point: exact, so the same in any order and batch.
+    """[n, V] weights in [0, 1] -> [n, 1] float32 sums, added in int64 fixed point: exact, so the same in any order
+    and batch.
 
     Not torch.sum of the floats: it splits a lone long row across threads, so a row alone and the same row in
-    a batch round differently, on the CPU too (check T4 shows it). Integers add exactly in any order.
+    a batch round differently, on the CPU too (check T4a shows it). Integers add exactly in any order.
     """
-    # TODO(p08-fast.4): scale = 2 ** (62 - V.bit_length()); (e * scale) to int64, sum, back to float32 / scale.
-    raise _todo(4, "row_total")
+    # TODO(p08-fast.4a): scale = 2 ** (62 - V.bit_length()); (e * scale) to int64, sum, back to float32 / scale.
+    raise _todo("4a", "row_total")
 
 
 def _first_true(mask):
@@ -131,8 +134,9 @@ def _first_true(mask):
     return torch.where(mask, cols, mask.shape[-1]).amin(-1, keepdim=True)
 
 
+# step 4b: top-k and top-p inside the window -------------------------------------------------------------
 def filter_window(z, top_k, top_p, row_mass, complete):
-    """Steps 4-5 on a descending window z [n, W]: keep values >= the k-th, then drop once mass_before >= p.
+    """Step 4b on a descending window z [n, W]: keep values >= the k-th, then drop once mass_before >= p.
 
     top_k [n, 1] (0 = off), top_p [n, 1] (inf = off), row_mass [n, 1] (top-p's 100 % where top-k is off; None:
     top-k is on in every row). Returns e [n, W] (exactly 0 outside the kept set), cs [n, W] prefix sums of the
@@ -142,13 +146,15 @@ def filter_window(z, top_k, top_p, row_mass, complete):
 
     Only elementwise ops, gathers, integer counts and _prefix: a row's numbers must not depend on W.
     (A torch.sum over the window does: W columns with zeros at the end round differently for each W.)
+    Mass before: `cs[:, :-1]`, the prefix sums one column to the left (column j's is cs[:, j - 1]; column 0 has
+    none and always stays). Not `cs - e`, which can differ in the last bit.
     """
-    # TODO(p08-fast.4): e = exp(z - z[:, :1]); cs = _prefix(e); the k-th value by gather; how many columns
-    #                   top-k keeps; top-p's 100 % (the top-k mass, or row_mass); the first column whose mass
-    #                   before reaches top_p (_first_true); n_kept = the smaller of the two.
-    # TODO(p08-fast.5): exact zeros from column n_kept on; total = cs at the row's own column n_kept - 1.
-    # TODO(p08-fast.4): certain, judged by the row alone (the docstring's rule), all True when complete.
-    raise _todo(4, "filter_window")
+    # TODO(p08-fast.4b): e = exp(z - z[:, :1]); cs = _prefix(e); the k-th value by gather; how many columns
+    #                    top-k keeps; top-p's 100 % (the top-k mass, or row_mass); the first column whose mass
+    #                    before, cs[:, :-1], reaches top_p (_first_true); n_kept = the smaller of the two;
+    #                    exact zeros from column n_kept on; total = cs at the row's own column n_kept - 1;
+    #                    certain, judged by the row alone (the rule above), all True when complete.
+    raise _todo("4b", "filter_window")
 
 
 # step 6: the draw -----------------------------------------------------------------------------------
@@ -185,18 +191,19 @@ class FastSampler:
 
         validate -> penalized_fp32 -> route -> _upload(params, routes, self._uniforms(...), V, device): knobs
         [B, 4] (temperature, top_k, top_p, u) and the rows in route order -> greedy rows: argmax of the penalised
-        row (torch's tie rule) -> per window part (rows, e, cs, total, ids): inverse_cdf with the rows' u, then
-        ids.gather back to vocab ids (ids None: the columns already are vocab ids) -> the exact rows last
-        (self._exact), overriding what their windows drew. Work under torch.inference_mode(); return a clone.
+        row (torch's tie rule) -> self._parts: per window part (rows, e, cs, total, ids), inverse_cdf with the
+        rows' u, then ids.gather back to vocab ids (ids None: the columns already are vocab ids) -> the exact rows
+        last (self._exact), overriding what their windows drew. Work under torch.inference_mode(); return a clone.
         """
-        # TODO(p08-fast.2): greedy rows (order[:len(routes.greedy)]) take the argmax of their penalised row.
-        # TODO(p08-fast.6): the others: u from knobs[:, 3:], position from inverse_cdf, vocab id via ids.
+        # TODO(p08-fast.6): greedy rows (order[:len(routes.greedy)], step 2's route) take the argmax of their
+        #                   penalised row; the others: u from knobs[:, 3:], position from inverse_cdf, vocab id via ids.
         raise _todo(6, "FastSampler.sample")
 
     def filtered_probs(self, logits, params, prev_tokens):
-        """[B, V] float32: the distribution each row is drawn from (greedy rows: one-hot at the argmax)."""
-        # TODO(p08-fast.5): zeros [B, V]; each part's e / total scattered to its ids (or as is, in vocab order);
-        #                   the exact rows from self._exact(..., draw=False).
+        """Step 5: [B, V] float32, the distribution each row is drawn from (greedy rows: one-hot at the argmax)."""
+        # TODO(p08-fast.5): zeros [B, V]; greedy rows 1.0 at their penalised row's argmax; each part of self._parts:
+        #                   e / total scattered to its ids (or as is, in vocab order); the exact rows from
+        #                   self._exact(..., draw=False).
         raise _todo(5, "FastSampler.filtered_probs")
 
     def free(self, req_id):
@@ -216,19 +223,19 @@ class FastSampler:
         raise _todo(6, "FastSampler._uniforms")
 
     def _parts(self, x, params, routes, knobs, order):
-        """Steps 3-5 for the batch: ([(rows, e, cs, total, ids or None), ...], the exact route's rows [m]).
+        """Step 4c, steps 3-4b for the batch: ([(rows, e, cs, total, ids or None), ...], the exact route's rows [m]).
 
         The top-k rows share a window of the widest top_k + 1, the top-p-only rows one of WINDOW, the plain rows
         take the whole row in vocab order (ids None). One host sync finds the window rows that are not certain:
         they join the exact route (their window results are computed, then overridden).
         """
-        # TODO(p08-fast.3): per route (top_k, top_p, plain): its rows = the next slice of order; x's rows,
-        #                   the knobs' rows; width; window_topk, the temperature on [n, W] only, canonical_window.
-        # TODO(p08-fast.4): top-p-only rows: row_mass = row_total(exp(x / T - max)) over all of V; filter_window
-        #                   (complete only for a top-p window of all V: a top-k row's certainty stays its own even
-        #                   when the peers' widest top_k makes the window the whole row);
-        #                   exact rows = order's tail + the window rows that are not certain (one sync).
-        raise _todo(4, "FastSampler._parts")
+        # TODO(p08-fast.4c): per route (top_k, top_p, plain): its rows = the next slice of order; x's rows, the
+        #                    knobs' rows; width; window_topk, the temperature on [n, W] only, canonical_window;
+        #                    top-p-only rows: row_mass = row_total(exp(x / T - max)) over all of V; filter_window
+        #                    (complete only for a top-p window of all V: a top-k row's certainty stays its own even
+        #                    when the peers' widest top_k makes the window the whole row);
+        #                    exact rows = order's tail + the window rows that are not certain (one sync).
+        raise _todo("4c", "FastSampler._parts")
 
     def _exact(self, x, params, routes, knobs, rows, draw):
         """Given: the exact route (course/selection.py) for rows [m]: tokens [m, 1] (draw) or probs [m, V]."""

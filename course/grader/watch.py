@@ -4,11 +4,16 @@ Plain polling, no extra dependency: twice a second the file's (mtime, size) is r
 content hash decides whether the text really changed (an editor that rewrites the same bytes triggers
 nothing). Between polls the process sleeps. The screen is cleared before each report only when stdout is a
 terminal (no escape codes in a pipe or a log). Ctrl-C ends it with a clean line and exit status 130.
+
+Keys: when stdin is a terminal, it is read a key at a time without blocking while the file is watched (cbreak mode,
+restored on exit), and `h` shows the next hint level without leaving watch. When stdin is not a terminal (a pipe,
+/dev/null, a test) nothing reads it.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import select
 import sys
 import time
 from pathlib import Path
@@ -29,12 +34,71 @@ def fingerprint(path: Path):
     return stat.st_mtime_ns, stat.st_size, hashlib.sha256(data).hexdigest()
 
 
-def wait_for_change(path: Path, last, poll_s: float = POLL_S, sleep=time.sleep):
+class Keys:
+    """Key presses on a terminal's stdin, one at a time and without Enter (cbreak mode inside `with`), read without
+    blocking; on any other stdin, or where the terminal cannot be set, no key ever comes and nothing is read."""
+
+    def __init__(self, stream=None):
+        stream = sys.stdin if stream is None else stream
+        try:
+            self.fd = stream.fileno() if stream.isatty() else None
+        except (AttributeError, ValueError, OSError):      # closed, or no file descriptor at all
+            self.fd = None
+        self.saved = None
+
+    @property
+    def active(self) -> bool:
+        return self.fd is not None
+
+    def __enter__(self):
+        if self.fd is not None:
+            import termios
+            import tty
+            try:
+                self.saved = termios.tcgetattr(self.fd)
+                tty.setcbreak(self.fd)
+            except (termios.error, OSError):
+                self.fd = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.fd is not None and self.saved is not None:
+            import termios
+            try:
+                termios.tcsetattr(self.fd, termios.TCSADRAIN, self.saved)
+            except (termios.error, OSError):
+                pass
+        return False
+
+    def wait(self, seconds: float, sleep=time.sleep) -> str:
+        """Wait up to `seconds`; the keys pressed meanwhile ('' when none, and always on a stdin that is not a
+        terminal)."""
+        if self.fd is None:
+            sleep(seconds)
+            return ""
+        try:
+            ready, _, _ = select.select([self.fd], [], [], seconds)
+            data = os.read(self.fd, 64) if ready else b""
+        except OSError:
+            self.fd = None
+            return ""
+        if ready and not data:                             # the terminal went away: stop reading it
+            self.fd = None
+        return data.decode("utf-8", "ignore")
+
+
+def wait_for_change(path: Path, last, poll_s: float = POLL_S, sleep=time.sleep, keys=None, on_key=None):
     """Sleep-poll the file's (mtime, size); when they change, return the new fingerprint if the content
-    differs from `last` (its hash), else keep waiting."""
+    differs from `last` (its hash), else keep waiting. With `keys` (a Keys), each key pressed meanwhile goes to
+    on_key(key)."""
     stat_seen = last[:2] if last else None
     while True:
-        sleep(poll_s)
+        if keys is not None and keys.active:
+            for key in keys.wait(poll_s, sleep):
+                if on_key:
+                    on_key(key)
+        else:
+            sleep(poll_s)
         try:
             stat = path.stat()
         except OSError:
@@ -49,23 +113,43 @@ def wait_for_change(path: Path, last, poll_s: float = POLL_S, sleep=time.sleep):
             return now
 
 
-def banner(shown: str, lang: str) -> str:
+def banner(shown: str, lang: str, hint_key: bool = False) -> str:
+    if hint_key:
+        return pick(lang, f"正在监视 {shown} — 保存即重新评分，按 h 看下一级提示，Ctrl-C 退出",
+                    f"watching {shown} — save to re-grade, h for the next hint level, Ctrl-C to quit")
     return pick(lang, f"正在监视 {shown} — 保存即重新评分，Ctrl-C 退出",
                 f"watching {shown} — save to re-grade, Ctrl-C to quit")
 
 
 def run(path: Path, shown: str, grade_once, lang: str, poll_s: float = POLL_S, max_rounds: int | None = None,
-        stream=None) -> int:
+        stream=None, show_hint=None, keys=None) -> int:
     """Grade with grade_once() -> exit code (its report ends with its own next: line) now and after every save of
-    `path`. Returns the last exit code after max_rounds gradings (tests), 130 on Ctrl-C."""
+    `path`. show_hint() prints the next hint level: `h` on a terminal's stdin (keys, a Keys; by default sys.stdin's)
+    calls it between two gradings. Returns the last exit code after max_rounds gradings (tests), 130 on Ctrl-C."""
     stream = stream or sys.stdout
+    keys = keys if keys is not None else Keys()
+    with keys:
+        return _watch(path, shown, grade_once, lang, poll_s, max_rounds, stream, show_hint, keys)
+
+
+def _watch(path, shown, grade_once, lang, poll_s, max_rounds, stream, show_hint, keys) -> int:
     tty = stream.isatty()
+    hint_key = show_hint is not None and keys.active
+
+    def on_key(key):
+        if key.lower() == "h" and hint_key:
+            print(file=stream, flush=True)
+            show_hint()
+            print(pick(lang, f"[{time.strftime('%H:%M:%S')}] 继续监视 {shown}（h：下一级提示）……",
+                       f"[{time.strftime('%H:%M:%S')}] still watching {shown} (h: the next hint level)..."),
+                  file=stream, flush=True)
+
     code, rounds, last = 1, 0, fingerprint(path)
     try:
         while True:
             if tty:
                 stream.write(CLEAR)
-            print(banner(shown, lang), file=stream, flush=True)
+            print(banner(shown, lang, hint_key), file=stream, flush=True)
             if last is None:
                 print(pick(lang, f"{shown} 不存在，等它出现……", f"{shown} does not exist; waiting for it..."),
                       file=stream, flush=True)
@@ -77,7 +161,7 @@ def run(path: Path, shown: str, grade_once, lang: str, poll_s: float = POLL_S, m
             rounds += 1
             if max_rounds is not None and rounds >= max_rounds:
                 return code
-            last = wait_for_change(path, last, poll_s)
+            last = wait_for_change(path, last, poll_s, keys=keys, on_key=on_key)
     except KeyboardInterrupt:
         print("\n" + pick(lang, "已停止监视。", "stopped watching."), file=stream, flush=True)
         return 130

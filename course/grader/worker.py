@@ -48,8 +48,9 @@ def captured_output(box: dict):
             box["out_text"] = head[:OUTPUT_KEEP]
 
 
-# a stub's NotImplementedError("<problem> step 3 apply_top_k: see notebooks/<notebook>.ipynb §3 · ...")
-_TODO = re.compile(r"(?P<problem>[\w-]+) step (?P<step>\d+) (?P<name>[\w.]+): see (?P<where>\S+ §\d+)")
+# a stub's NotImplementedError("<problem> step 3 apply_top_k: see notebooks/<notebook>.ipynb §3 · ..."); a step may
+# have lettered parts (step 4a, §4a)
+_TODO = re.compile(r"(?P<problem>[\w-]+) step (?P<step>\d+[a-z]?) (?P<name>[\w.]+): see (?P<where>\S+ §\d+[a-z]?)")
 
 
 def _in_language(where: str, lang: str) -> str:
@@ -119,6 +120,7 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
     import torch
 
     from course.grader.checks import checks_for
+    from course.hints import resolve
     from course.loader import TorchState, load_module
     from course.problems import get
 
@@ -129,7 +131,8 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
     context = problem.context_class()
 
     emit({"event": "catalogue", "cuda": torch.cuda.is_available(),      # what the report shows of each check
-          "checks": {cid: [by_id[cid].title_zh, by_id[cid].title_en, list(by_id[cid].hint)] for cid in ids}})
+          "checks": {cid: [by_id[cid].title_zh, by_id[cid].title_en, list(resolve(problem.name, by_id[cid].hint))]
+                     for cid in ids}})
     emit({"event": "start", "id": "__import__"})
     box: dict = {}
     with captured_output(box):
@@ -164,6 +167,8 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
             except BaseException as exc:  # noqa: BLE001
                 result = classify(exc, impl_path, lang)
                 result["traceback"] = "".join(traceback.format_exception(exc))
+        if result.get("hint"):                       # a shared check points at this problem's own hints
+            result["hint"] = list(resolve(problem.name, result["hint"]))
         if result.get("where_name") and ctx is not None:
             result["where"] = ctx.where(result.pop("where_name"))
         state.restore()

@@ -1,4 +1,5 @@
-"""Acceptance checks T1-T6 of p08-fast: one per TODO step of mine/p08_sampler_fast.py, in TODO order.
+"""Acceptance checks T1-T6 of p08-fast: one per TODO step of mine/p08_sampler_fast.py, in TODO order (step 4 in three
+parts: T4a and T4b in checks_steps_sums.py, T4c in checks_steps_parts.py).
 
 Each check calls the learner's function(s) of its own step only, on inputs built here (a canonical window is
 the head of a stable descending torch.sort; prefix sums inside filter_window are the reference's), so an
@@ -235,15 +236,16 @@ def t3_window_topk(ctx):
 
 # ---- T3 canonical_window -----------------------------------------------------------------------------
 def _tie_demo():
-    """A row where torch.topk orders the same tied ids differently for two widths (None if this torch doesn't)."""
+    """A row where torch.topk orders the same tied ids differently for two widths a < b: (a, its whole window's ids,
+    b, the first a ids of its window), or None if this torch doesn't."""
     x = torch.zeros(1, 100)
     x[0, 90:] = -1.0
-    orders = {w: torch.topk(x, w).indices[0, :3].tolist() for w in (4, 8, 16, 33, 64)}
+    orders = {w: torch.topk(x, w).indices[0].tolist() for w in (4, 8, 16, 33, 64)}
     widths = list(orders)
     for a in widths:
         for b in widths:
-            if a < b and orders[a] != orders[b]:
-                return a, orders[a], b, orders[b]
+            if a < b and orders[a] != orders[b][:a]:
+                return a, orders[a], b, orders[b][:a]
     return None
 
 
@@ -290,21 +292,23 @@ def t3_canonical_window(ctx):
         bad = _canonical_violation(z_in.cpu(), ids_in.cpu(), z, ids)
         if bad is None:
             continue
-        r, col = bad
+        r, _ = bad
         expected_z, order = torch.sort(z_in.cpu()[r][torch.argsort(ids_in.cpu()[r])], descending=True, stable=True)
         expected_ids = torch.sort(ids_in.cpu()[r]).values[order]
+        col = int((ids[r] != expected_ids).nonzero()[0]) if bad[1] != "permutation" else "permutation"
         head = (f"called canonical_window({shown}) -> row {r}: z {rows_text(z[r:r + 1], 8)}, ids {rows_text(ids[r:r + 1], 8)}, "
                 f"expected ids {rows_text(expected_ids[None], 8)}")
         if col == "permutation":
             raise Fail(head, ctx.t("输出必须是输入 (值, id) 对的重新排列：值和它的 id 一起移动",
                                    "the output must be the input's (value, id) pairs reordered: a value moves with its id"),
                        where="canonical_window")
-        lines = [head, ctx.t(f"第 {col} 列：相等的值要按 token id 升序（稳定的整行排序给出的顺序）",
-                             f"column {col}: equal values must sit in ascending token id (the order a stable full sort gives)")]
+        lines = [head, ctx.t(f"第一个不同在第 {col} 列（从 0 数）：相等的值要按 token id 升序（稳定的整行排序给出的顺序）",
+                             f"first difference at column {col}: equal values must sit in ascending token id (the order a "
+                             f"stable full sort gives)")]
         if demo:
             a, ids_a, b, ids_b = demo
-            lines.append(ctx.t(f"为什么：torch.topk 对并列值的顺序随宽度变（全 0 的一行：W={a} 给 id {ids_a}，W={b} 给 {ids_b}），"
-                               f"而 W 由同批的别人决定",
+            lines.append(ctx.t(f"为什么：torch.topk 对并列值的顺序随宽度变（全 0 的一行：W={a} 给 id {ids_a}，W={b} 的前 {a} 列是 "
+                               f"{ids_b}），而 W 由同批的别人决定",
                                f"why: torch.topk's order among equal values changes with the width (a row of zeros: "
-                               f"W={a} gives ids {ids_a}, W={b} gives {ids_b}), and W is set by the peers"))
+                               f"W={a} gives ids {ids_a}, W={b} starts {ids_b}), and W is set by the peers"))
         raise Fail(*lines, where="canonical_window")

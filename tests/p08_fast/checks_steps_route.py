@@ -55,6 +55,11 @@ def _placed(ctx, got, n, shown):
     return where
 
 
+def _knobs(p) -> str:
+    """The params a route is decided by, e.g. 'temperature=1.0, top_k=5, top_p=1.0' (both T2 messages show them)."""
+    return f"temperature={p.temperature}, top_k={p.top_k}, top_p={p.top_p}"
+
+
 @check("T2.route", "route（第 2 步）：每一行按自己的参数走 greedy / top_k / top_p / plain / exact",
        "route (step 2): each row goes greedy / top_k / top_p / plain / exact by its own params",
        hint=("p08-fast", 2, "s2"))
@@ -68,16 +73,15 @@ def t2_route(ctx):
     for row, (p, want, _) in enumerate(cases):        # first the rows alone: a route may not depend on the peers
         alone = _placed(ctx, call(ctx, "route", f"[row {row}], vocab={VOCAB}", [p], VOCAB), 1, f"[row {row}], vocab={VOCAB}")
         if alone[0] != where[row]:
-            raise Fail(f"called route([row {row}], vocab={VOCAB}) -> {alone[0]}, but in the batch of {len(params)} -> "
-                       f"{where[row]}",
+            raise Fail(f"called route([row {row}], vocab={VOCAB}) -> row {row} ({_knobs(p)}) in {alone[0]}, but in the "
+                       f"batch of {len(params)} -> in {where[row]}",
                        ctx.t("一行走哪条路只能由它自己的参数决定：路线不同，数值就不同，批不变性就没了",
                              "a row's route must depend on its own params alone: another route computes other floats, "
                              "and batch invariance is gone"), where="route")
 
     for row, (p, want, why) in enumerate(cases):
         if where[row] != want:
-            raise Fail(f"called route({shown}) -> row {row} (temperature={p.temperature}, top_k={p.top_k}, "
-                       f"top_p={p.top_p}) in {where[row]}, expected {want} ({why})",
+            raise Fail(f"called route({shown}) -> row {row} ({_knobs(p)}) in {where[row]}, expected {want} ({why})",
                        ctx.t("greedy 先判（temperature < 1e-5，不管过滤参数）；top_k 开启 = 0 < top_k < V：<= WINDOW_K 走 top_k，"
                              "更大走 exact；只开 top_p（< 1）走 top_p；都不开走 plain",
                              "greedy first (temperature < 1e-5, whatever the filters); top-k on = 0 < top_k < V: top_k up to "

@@ -1,4 +1,4 @@
-"""p08-fast step checks T4: prefix_sum and row_total (entry j the same float for any width and batch), and
+"""p08-fast step checks T4a and T4b: prefix_sum and row_total (entry j the same float for any width and batch), and
 filter_window on example 2's batch. Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
 import math
 
@@ -8,10 +8,10 @@ from course.grader.checks import Fail, check, describe, fmt_num
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, reference, rows_text, stable_window, step
 
 
-# ---- T4 prefix_sum and row_total ---------------------------------------------------------------------
-@check("T4.prefix_sum", "prefix_sum 与 row_total（第 4 步）：第 j 项不随宽度 W、不随 batch 变（逐位）",
-       "prefix_sum and row_total (step 4): entry j is the same float for any width W and any batch",
-       hint=("p08-fast", 2, "s4"))
+# ---- T4a prefix_sum and row_total ---------------------------------------------------------------------
+@check("T4a.prefix_sum", "prefix_sum 与 row_total（第 4a 步）：第 j 项不随宽度 W、不随 batch 变（逐位）",
+       "prefix_sum and row_total (step 4a): entry j is the same float for any width W and any batch",
+       hint=("p08-fast", 2, "s4a"))
 @step("prefix_sum", "row_total")
 def t4_prefix_sum_and_row_total(ctx):
     dev = ctx.device
@@ -85,7 +85,7 @@ def t4_prefix_sum_and_row_total(ctx):
         torch.set_num_threads(threads)
 
 
-# ---- T4 filter_window --------------------------------------------------------------------------------
+# ---- T4b filter_window -------------------------------------------------------------------------------
 # Example 2's batch (hints L1/L3): rows a (top_k 3, top_p 0.6) and c (T = 2, top_p 0.75 only), V = 6.
 ROW_A = [math.log(p) for p in (0.15, 0.5, 0.05, 0.25, 0.03, 0.02)]
 ROW_C = [math.log(p) for p in (0.04, 0.12, 0.4, 0.05, 0.3, 0.09)]          # 2 log(p) / T = 2
@@ -110,13 +110,13 @@ def expected_window(z, top_k, top_p, row_mass):
     return n, e[:n], sum(e[:n])
 
 
-@check("T4.filter_window", "filter_window（第 4-5 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
-       "filter_window (steps 4-5) on example 2's batch: kept prefix, exact zeros, kept mass, certain",
-       hint=("p08-fast", 2, "s4"))
+@check("T4b.filter_window", "filter_window（第 4b 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
+       "filter_window (step 4b) on example 2's batch: kept prefix, exact zeros, kept mass, certain",
+       hint=("p08-fast", 2, "s4b"))
 @step("filter_window")
 def t4_filter_window(ctx):
     dev = ctx.device
-    ctx.impl.prefix_sum = reference().prefix_sum          # a prefix_sum bug is T4.prefix_sum's to report, not this one's
+    ctx.impl.prefix_sum = reference().prefix_sum          # a prefix_sum bug is T4a.prefix_sum's to report, not this one's
     worked = torch.tensor([ROW_A, ROW_C])                                              # [2, 6] after the temperature
     row_c_mass = float(torch.exp(worked[1] - worked[1].max()).double().sum())          # 2.5: all of V
     blog = torch.tensor([BLOG])

@@ -99,7 +99,9 @@ def test_global_state_edits_neither_fail_a_correct_file_nor_pass_a_wrong_one():
 @pytest.mark.parametrize("args,message", [(("p99",), "unknown problem 'p99'"),
                                           (("p08", "--bogus"), "unrecognized arguments"),
                                           (("p08", "--hint", "7"), "--hint takes 1, 2 or 3 for p08"),
-                                          (("p08", "--impl", "nope.py"), "no such file")])
+                                          (("p08", "--impl", "nope.py"), "no such file"),
+                                          (("p08-fast", "--step", "7"), "--step takes 1, 2, 3, 4a, 4b, 4c, 5 or 6"),
+                                          (("p08", "--step", "4a"), "--step takes 1, 2, 3, 4, 5 or 6 for p08")])
 def test_usage_errors_are_one_line(args, message):
     code, out, err = check_sh(*args)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and not out
@@ -111,8 +113,17 @@ def test_the_fast_path_stub_is_graded_cleanly(tmp_path):
     assert code == 1 and f"0/{total} checks passed" in out and "Traceback" not in out + err
     # the steps first, in TODO order, each missing step once; English points at the English notebook
     assert out.index("✗ T1 penalized_fp32") < out.index("✗ T6 inverse_cdf") < out.index("F1")
-    assert out.count("not implemented yet: FastSampler.sample") == 1 and len(out.splitlines()) < 50, out
+    assert out.count("not implemented yet: FastSampler.sample") == 1 and len(out.splitlines()) < 60, out
     assert "see notebooks/en/p08_fast_path.ipynb §" in out and "see notebooks/p08_fast_path.ipynb" not in out
+    assert "✗ T4c _parts (step 4c)" in out
+    assert "not implemented yet: filter_window (step 4b, see notebooks/en/p08_fast_path.ipynb §4b)" in out
+
+
+def test_a_lettered_step_grades_its_part_and_its_number_every_part(tmp_path):
+    code, out, _ = check_sh("p08-fast", "--solution", "--step", "4b", "--lang", "en", state=tmp_path / "s.json")
+    assert code == 0 and "1/1 checks passed" in out and "✓ T4b filter_window" in out, out
+    code, out, _ = check_sh("p08-fast", "--solution", "--step", "4", "--lang", "en", state=tmp_path / "s.json")
+    assert code == 0 and "3/3 checks passed" in out and all(f"✓ T4{part} " in out for part in "abc"), out
 
 
 def test_a_long_explanation_is_folded_whole_and_a_flood_is_cut():
@@ -125,3 +136,28 @@ def test_a_long_explanation_is_folded_whole_and_a_flood_is_cut():
     assert " ".join(lines) == why, f"fold({why[:40]}...) lost words: {lines}"
     flood = fold("[" + ", ".join("0.125" for _ in range(5000)) + "]")
     assert len(flood) == MAX_FOLDS and flood[-1].endswith("…") and all(len(line) <= MAX_LINE for line in flood)
+
+
+def test_the_benchmark_command_of_the_last_line_works_as_printed_from_the_repo_root(monkeypatch, tmp_path):
+    """After a full pass p08-fast's last line names the benchmark of the learner's file, started by the Python check.sh
+    runs: the repo's .venv by its path from the repo root, else the name PATH finds it by, else its full path."""
+    import shutil
+    import sys
+
+    from course import cli
+    from course.problems import ROOT
+
+    fast = problems.get("p08-fast")
+    assert all("{python} -m course.bench p08 --impl mine --quick" in line for line in (fast.next_en, fast.next_zh))
+    monkeypatch.setattr(sys, "executable", str(ROOT / ".venv" / "bin" / "python"))
+    assert cli.python_command() == ".venv/bin/python"
+    on_path = shutil.which("python3")
+    if on_path:
+        monkeypatch.setattr(sys, "executable", str(Path(on_path).resolve()))
+        name = cli.python_command()
+        assert name in ("python", "python3") and Path(shutil.which(name)).samefile(on_path)
+    elsewhere = tmp_path / "bin" / "python3.11"               # an interpreter outside the repo that PATH does not name
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("#!/bin/sh\n")
+    monkeypatch.setattr(sys, "executable", str(elsewhere))
+    assert cli.python_command() == str(elsewhere)

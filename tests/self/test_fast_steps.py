@@ -1,6 +1,8 @@
-"""p08-fast's step checks T1-T6: reported first and in TODO order, each turns green as its step is written
-(the stub filled in one step at a time), and every step mutant fails the check aimed at it with its diagnosis."""
+"""p08-fast's step checks T1-T6 (step 4 in three parts: T4a, T4b, T4c): reported first and in TODO order, each
+turns green as its step is written (the stub filled in one step at a time), every TODO is graded at the step its
+number names, and every step mutant fails the check aimed at it with its diagnosis."""
 import ast
+import re
 
 import pytest
 
@@ -9,32 +11,65 @@ from course.grader.checks import checks_for
 from tests.self.helpers import mutate, run
 from tests.self.mutants_fast_steps import FAST_STEPS
 
-# (check id, the stub functions it needs), in TODO order
+# (check id, the stub functions and methods it needs), in TODO order
 STEPS = [("T1.penalized_fp32", ["penalized_fp32"]),
          ("T2.route", ["route"]),
          ("T3.window_topk", ["window_topk"]),
          ("T3.canonical_window", ["canonical_window"]),
-         ("T4.prefix_sum", ["prefix_sum", "row_total"]),
-         ("T4.filter_window", ["filter_window"]),
-         ("T5.filtered_probs", ["FastSampler"]),
+         ("T4a.prefix_sum", ["prefix_sum", "row_total"]),
+         ("T4b.filter_window", ["filter_window"]),
+         ("T4c.parts", ["FastSampler._parts"]),
+         ("T5.filtered_probs", ["FastSampler.filtered_probs"]),
          ("T6.inverse_cdf", ["inverse_cdf"]),
-         ("T6.streams", ["FastSampler"])]
+         ("T6.streams", ["FastSampler.__init__", "FastSampler._uniforms", "FastSampler.free"])]
 IDS = [cid for cid, _ in STEPS]
+TODO = re.compile(r"TODO\(p08-fast\.(\w+)\)")
 
 
 def test_step_checks_come_first_in_todo_order():
     fast = problems.get("p08-fast")
     assert list(fast.checks[:len(IDS)]) == IDS         # the CLI reports them first (tests/self/test_cli.py)
     assert all(c.fn.__module__.startswith("tests.p08_fast.checks_steps") for c in checks_for(fast)[:len(IDS)])
-    numbers = [int(cid[1]) for cid in IDS]
-    assert numbers == sorted(numbers)
+    assert [cid for ids in fast.steps for cid in ids] == IDS
+    assert fast.step_names == ("1", "2", "3", "4a", "4b", "4c", "5", "6")
+    families = [f"T{step}" for step, ids in zip(fast.step_names, fast.steps) for _ in ids]
+    assert [cid.split(".")[0] for cid in IDS] == families
 
 
 def _definitions(path):
-    """Top-level function and class definitions of a file: name -> source text."""
+    """Top-level function and class definitions of a file, and the methods of its classes ("FastSampler._parts"):
+    name -> source text."""
     text = path.read_text(encoding="utf-8")
-    return {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef))}, text
+    out = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out[node.name] = ast.get_source_segment(text, node)
+        if isinstance(node, ast.ClassDef):
+            out.update({f"{node.name}.{item.name}": ast.get_source_segment(text, item) for item in node.body
+                        if isinstance(item, ast.FunctionDef)})
+    return out, text
+
+
+def test_every_todo_is_graded_at_the_step_its_number_names():
+    """Each stub function's TODO numbers and its NotImplementedError name one step, and that step's checks are the
+    ones that grade the function; sample() (the last TODO: it puts every step together) is step 6, the last."""
+    fast = problems.get("p08-fast")
+    stub, _ = _definitions(fast.path("stub"))
+    step_of_check = {cid: name for name, ids in zip(fast.step_names, fast.steps) for cid in ids}
+    graded = {name: step_of_check[cid] for cid, names in STEPS for name in names}
+    graded["FastSampler.sample"] = fast.step_names[-1]
+    seen = set()
+    for name, text in stub.items():
+        todos = set(TODO.findall(text))
+        if isinstance(ast.parse(text).body[0], ast.ClassDef) or not todos:
+            continue
+        raised = re.findall(r'raise _todo\("?(\w+)"?, "([\w.]+)"\)', text)
+        assert len(todos) == 1, (name, todos)
+        step = todos.pop()
+        assert raised == ([] if name == "FastSampler.__init__" else [(step, name)]), (name, step, raised)
+        assert step == graded.get(name), (name, step, graded.get(name))
+        seen.add(step)
+    assert seen == set(fast.step_names)
 
 
 def _extras(path, known):
@@ -64,14 +99,15 @@ def test_each_step_turns_green_as_it_is_written(tmp_path):
     known = {a.asname or a.name for n in stub_module.body if isinstance(n, (ast.Import, ast.ImportFrom))
              for a in n.names}
     known |= {t.id for n in stub_module.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    known |= set(stub)
-    filled, passed = set(), []
+    known |= {name for name in stub if "." not in name}
+    filled, passed, extras = set(), [], False
     for done in range(len(STEPS) + 1):
         for _, names in STEPS[:done]:
             for name in names:
-                if stub[name] != solution[name] and name == "FastSampler":
-                    extras = _extras(fast.path("solution"), known)
-                    text += "\n\n\n# the solution's helpers the sampler uses\n" + extras + "\n"
+                if stub[name] != solution[name] and name.startswith("FastSampler.") and not extras:
+                    helpers = _extras(fast.path("solution"), known)
+                    text += "\n\n\n# the solution's helpers the sampler uses\n" + helpers + "\n"
+                    extras = True
                 text = text.replace(stub[name], solution[name])
                 stub[name] = solution[name]
                 filled.add(name)
@@ -79,15 +115,15 @@ def test_each_step_turns_green_as_it_is_written(tmp_path):
         path.write_text(text, encoding="utf-8")
         results = run("p08-fast", path, IDS)
         statuses = [results[cid].status for cid in IDS]
-        expected = ["pass" if set(names) <= filled else "todo" for _, names in STEPS]   # FastSampler: T5, T6.streams
+        expected = ["pass" if set(names) <= filled else "todo" for _, names in STEPS]
         assert statuses == expected, (done, statuses, {c: r.lines for c, r in results.items()})
         for (cid, names), status in zip(STEPS, statuses):
             if status == "todo":
                 line = results[cid].lines[0]
                 assert line.startswith("not implemented yet: "), line
-                assert any(n in line for n in names + ["FastSampler."]), line
+                assert any(n in line for n in names), line
         passed.append(statuses.count("pass"))
-    assert passed == sorted(passed) and passed[0] == 0 and passed[-1] == len(STEPS), passed   # the count rises by step
+    assert passed == list(range(len(STEPS) + 1)), passed          # the count rises by one check per step written
 
 
 @pytest.mark.parametrize("mutant", FAST_STEPS, ids=[m.name for m in FAST_STEPS])
@@ -114,18 +150,18 @@ def test_a_step_failure_reads_in_both_languages(lang, tmp_path):
 
 
 def test_a_helper_named_like_a_step_with_other_arguments_is_the_learners_own_design(tmp_path):
-    """A fast path in its own shape may have a helper called filter_window(z, top_k, top_p, row_mass): T4 must
+    """A fast path in its own shape may have a helper called filter_window(z, top_k, top_p, row_mass): T4b must
     not call it the step's way and report a TypeError; it notes that the step is not graded on its own. The same
-    helper with the step's arguments but a wrong rule still fails T4."""
+    helper with the step's arguments but a wrong rule still fails T4b."""
     solution = problems.get("p08-fast").path("solution").read_text(encoding="utf-8")
     own = solution + ("\n\ndef filter_window(z, top_k, top_p, row_mass):   # a helper of the learner's own design\n"
                       "    raise AssertionError('the step check must not call this')\n")
     path = tmp_path / "own_helper.py"
     path.write_text(own, encoding="utf-8")
-    result = run("p08-fast", path, ["T4.filter_window"])["T4.filter_window"]
+    result = run("p08-fast", path, ["T4b.filter_window"])["T4b.filter_window"]
     assert result.status == "pass" and "takes other arguments than this step's" in " ".join(result.lines), result.lines
     wrong = mutate("p08-fast", next(m for m in FAST_STEPS if m.name == "certain_by_count"), tmp_path)
-    assert run("p08-fast", wrong, ["T4.filter_window"])["T4.filter_window"].status == "fail"
+    assert run("p08-fast", wrong, ["T4b.filter_window"])["T4b.filter_window"].status == "fail"
 
 
 def test_stub_and_solution_share_names_signatures_and_constants():

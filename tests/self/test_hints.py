@@ -34,23 +34,67 @@ def test_the_seed_numbers_appear_where_promised(lang, answer):
 
 
 def hint_refs_in_checks():
-    """Every (problem, level, anchor) a check or one of its failures can point to."""
+    """(graded problem, a (problem, level, anchor) one of its checks or their failures can point to), for every problem:
+    each check's own hint, and every pointer written in the files of its check modules and its context."""
+    import importlib
+    from pathlib import Path
+
     refs = set()
     for problem in problems.problems().values():
-        for c in checks_for(problem):
-            refs.add((c.hint.problem, c.hint.level, c.hint.anchor))
-    for path in list((ROOT / "tests").glob("p08*/*.py")) + [ROOT / "course" / "grader" / "checks.py"]:
-        for prob, level, anchor in re.findall(r'\("(p08(?:-fast)?)", (\d), "([\w-]+)"\)', path.read_text()):
-            refs.add((prob, int(level), anchor))
+        refs |= {(problem.name, tuple(c.hint)) for c in checks_for(problem)}
+        modules = [*problem.check_modules, problem.context.partition(":")[0], "course.grader.checks"]
+        folders = {Path(importlib.import_module(m).__file__).parent for m in modules}
+        for path in [p for folder in folders for p in folder.glob("*.py")] + [ROOT / "course" / "grader" / "checks.py"]:
+            for prob, level, anchor in re.findall(r'\("([\w-]+)", (\d), "([\w-]+)"\)', path.read_text()):
+                if prob in problems.problems():
+                    refs.add((problem.name, (prob, int(level), anchor)))
     return sorted(refs)
 
 
-@pytest.mark.parametrize("ref", hint_refs_in_checks(), ids=lambda r: f"{r[0]}-L{r[1]}-{r[2]}")
-def test_every_hint_a_check_points_to_exists_in_both_languages(ref):
-    problem, level, anchor = ref
+@pytest.mark.parametrize("graded,ref", hint_refs_in_checks(),
+                         ids=lambda r: "-".join(map(str, r)) if isinstance(r, tuple) else r)
+def test_every_hint_a_check_points_to_is_the_graded_problems_own_and_exists(graded, ref):
+    """Graded as `graded`, the pointer (through course.toml's hints_from table for a shared check) names a section of
+    `graded`'s own hints, in both languages."""
+    problem, level, anchor = hints.resolve(graded, ref)
+    assert problem == graded, f"graded as {graded}, {ref} points at {problem}'s hints: add it to hints_from"
     for lang in ("zh", "en"):
-        assert anchor in hints.anchors(problem, level, lang), f"{ref} missing in {lang}"
+        assert anchor in hints.anchors(problem, level, lang), f"{ref} -> {problem} L{level} {anchor} missing in {lang}"
     assert hints.anchor_label(anchor, "en") != anchor or anchor in ("traps",)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS)
+def test_a_hints_from_table_covers_every_section_of_the_other_problem(problem):
+    """A pointer computed at run time (e.g. ("p08", 2, anchor)) resolves too: the table names every anchor of the
+    problem it maps from, and each names a section of this problem's hints."""
+    table = dict(problems.get(problem).hints_from)
+    for other in {source[0] for source in table}:
+        sections = {(other, level, anchor) for level in hints.levels(other)
+                    for anchor in hints.anchors(other, level, "zh")}
+        assert sections <= set(table), f"{problem}'s hints_from.{other} lacks {sorted(sections - set(table))}"
+    for source, (level, anchor) in table.items():
+        for lang in ("zh", "en"):
+            assert anchor in hints.anchors(problem, level, lang), (source, level, anchor, lang)
+
+
+def test_grading_p08_fast_every_check_and_failure_points_at_p08_fasts_hints(tmp_path):
+    """The worker applies the table: the catalogue (each check's own hint) and a shared check's failure (I3.edges
+    names p08's key question 5, top_k off) both point into hints/p08-fast."""
+    from course.grader.worker import run as run_worker
+    from tests.self.helpers import mutate
+    from tests.self.mutants_fast import P08_FAST
+
+    fast = problems.get("p08-fast")
+    events = []
+    run_worker("p08-fast", str(fast.path("stub")), "cpu", "en", list(fast.checks), events.append)
+    catalogue = next(e for e in events if e["event"] == "catalogue")["checks"]
+    assert {hint[0] for _, _, hint in catalogue.values()} == {"p08-fast"}
+    assert catalogue["I5"][2] == ["p08-fast", 2, "s6"] and catalogue["S0"][2] == ["p08-fast", 2, "s1"]
+    mutant = next(m for m in P08_FAST if m.name == "argmax_for_top_k_one")
+    events = []
+    run_worker("p08-fast", str(mutate("p08-fast", mutant, tmp_path)), "cpu", "en", ["I3.edges"], events.append)
+    failed = next(e for e in events if e["event"] == "end" and e["id"] == "I3.edges")
+    assert failed["status"] == "fail" and failed["hint"] == ["p08-fast", 2, "s2"], failed
 
 
 def test_hint_cli_reveals_levels_in_order_and_records_them(tmp_path):

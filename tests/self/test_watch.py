@@ -1,6 +1,7 @@
 """./check.sh PROBLEM --watch: grades, re-grades on every save, clears the screen only on a terminal,
 ends cleanly on Ctrl-C; and the polling helpers underneath."""
 import io
+import json
 import os
 import selectors
 import signal
@@ -112,3 +113,57 @@ def test_check_sh_watch_regrades_on_save_and_stops_on_ctrl_c(tmp_path, lang, ban
     text = out[0] + rest
     assert code == 130, (text, err)
     assert stopped in text and "Traceback" not in text + err and "\033" not in text
+
+
+def test_keys_on_a_stdin_that_is_not_a_terminal_read_nothing_and_never_fail():
+    naps = []
+    for stream in (io.StringIO("h\n"), FakeTTY("h"), None):         # a FakeTTY has no file descriptor
+        keys = watch.Keys(stream if stream is not None else io.StringIO())
+        with keys:
+            assert not keys.active and keys.wait(0.01, sleep=naps.append) == ""
+    assert naps == [0.01, 0.01, 0.01]
+
+
+def test_h_in_watch_shows_the_next_hint_level_and_watching_goes_on(tmp_path):
+    """On a terminal (stdin a pty), `h` prints L1, then L2, records them as seen, and the watch goes on: a save still
+    re-grades, Ctrl-C still ends it with 130, and the terminal's line mode is back afterwards."""
+    import pty
+    import termios
+
+    p08 = get("p08")
+    impl = tmp_path / "attempt.py"
+    impl.write_text(p08.path("stub").read_text(encoding="utf-8"), encoding="utf-8")
+    state = tmp_path / "s.json"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", COURSE_WATCH_POLL_S="0.1", COURSE_STATE=str(state))
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "course.cli", "p08", "--watch", "--impl", str(impl), "--lang", "en",
+                             "--only", "E1.penalty"], cwd=ROOT, env=env, stdin=follower, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    out = [""]
+    try:
+        deadline = time.monotonic() + 120
+        assert _read_until(proc, sel, out, "waiting for the next save", 1, deadline), out[0]
+        assert "h for the next hint level" in out[0]
+        os.write(leader, b"h")
+        assert _read_until(proc, sel, out, "still watching", 1, deadline), out[0]
+        assert "hint level 1 (./check.sh p08 --hint 1)" in out[0] and "Key questions" in out[0], out[0]
+        os.write(leader, b"xh")                                      # another key does nothing; h: level 2
+        assert _read_until(proc, sel, out, "still watching", 2, deadline), out[0]
+        assert "hint level 2" in out[0] and json.loads(state.read_text())["p08"]["hints_seen"] == [1, 2]
+        impl.write_text(p08.path("solution").read_text(encoding="utf-8"), encoding="utf-8")
+        assert _read_until(proc, sel, out, "checks passed", 2, deadline), out[0]
+        assert "1/1" in out[0].split("watching")[-1]
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=30)
+        err = proc.stderr.read().decode("utf-8", "replace")
+        line_mode = termios.tcgetattr(follower)[3] & termios.ICANON
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
+        os.close(follower)
+    assert code == 130 and "Traceback" not in out[0] + err and line_mode
