@@ -402,3 +402,16 @@ def test_a_case_is_noise_when_most_rounds_were_slowed_or_the_floor_crawled():
     assert [line[0] for line in table[2:]] == ["c", "~", "~"]
     markdown = bench.format_table([steady, crawl], markdown=True).splitlines()[2:]
     assert [line.startswith("| ~ case") for line in markdown] == [False, True]
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_grades_last_line_prints_a_bench_command_that_runs_as_printed(lang, capsys):
+    """p08-fast's next step names `.venv/bin/python -m course.bench ...` (from the repo root): its options exist
+    and it times mine/ (here a stub: the one-line message, not a usage error)."""
+    from course import problems
+    line = problems.get("p08-fast").next_step(lang)
+    command = line[line.index(".venv/bin/python -m course.bench"):].split()
+    assert command[:3] == [".venv/bin/python", "-m", "course.bench"]
+    assert "--impl" in command and command[command.index("--impl") + 1] == "mine"
+    assert bench.main(command[3:] + ["--threads", "1"]) == 1
+    assert "mine/p08_sampler_fast.py: not implemented yet" in capsys.readouterr().err
