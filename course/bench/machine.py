@@ -79,10 +79,10 @@ class Load:
     def describe(self, lang: str = "en") -> str:
         parts = []
         if self.others is not None:
-            parts.append(pick(lang, f"其他程序占用 {self.others:.1f} / {self.cores} 个核",
-                              f"other programs used {self.others:.1f} of {self.cores} cores"))
+            parts.append(pick(lang, f"别的程序占着 {self.others:.1f} / {self.cores} 个核",
+                              f"others use {self.others:.1f} of {self.cores} cores"))
         if self.load is not None:
-            parts.append(pick(lang, f"1 分钟负载 {self.load:.1f}", f"1-minute load {self.load:.1f}"))
+            parts.append(pick(lang, f"负载 {self.load:.1f}", f"load {self.load:.1f}"))
         return pick(lang, "，", ", ").join(parts) or pick(lang, "负载未知", "load unknown")
 
 
@@ -115,11 +115,11 @@ def timing_threads(threads: int | None = None, lang: str = "en", load: Load | No
         if load.busy:
             chosen = 1
             line = pick(lang, f"机器正忙（{load.describe(lang)}）：每种方法用 1 个线程计时",
-                        f"machine busy ({load.describe(lang)}): timing with 1 thread per method")
+                        f"busy machine ({load.describe(lang)}): 1 thread per method")
         else:
             chosen = saved
             line = pick(lang, f"机器空闲（{load.describe(lang)}）：{saved} 个线程",
-                        f"machine quiet ({load.describe(lang)}): {saved} thread{'s' * (saved != 1)}")
+                        f"quiet machine ({load.describe(lang)}): {saved} thread{'s' * (saved != 1)}")
     torch.set_num_threads(chosen)
     try:
         yield line
