@@ -30,6 +30,8 @@ METHODS = ("reference", "full_sort", "blog", "fast", "floor")
 LABELS = {"reference": "ref loop", "full_sort": "full sort", "blog": "blog 004", "fast": "fast path",
           "floor": "floor"}       # short: the text table fits 100 columns (docs/benchmark.md explains each)
 YOURS = "yours"      # --impl FILE: the learner's FastSampler, timed beside the fast path
+COLORS = {"reference": "tab:blue", "full_sort": "tab:brown", "blog": "tab:gray", "fast": "tab:green",
+          "yours": "tab:purple", "floor": "#bbbbbb"}       # the charts' colours (the notebook's too)
 PEAKED_ALPHA = 1.5   # peaked logits: -alpha * log(rank); top-p 0.9 then keeps ~60 tokens
 HEAVY_ALPHA = 1.25   # a heavier tail: top-p 0.9 needs thousands of tokens (the window must widen)
 
@@ -273,7 +275,7 @@ def save_png(results, path, methods=METHODS):
     width = 0.8 / len(methods)
     for j, m in enumerate(methods):
         xs = [i + (j - (len(methods) - 1) / 2) * width for i in range(len(results))]
-        ax.bar(xs, [r["ms"].get(m, float("nan")) for r in results], width, label=label(m))
+        ax.bar(xs, [r["ms"].get(m, float("nan")) for r in results], width, label=label(m), color=COLORS.get(m))
     ax.set_yscale("log")
     ax.set_ylabel("median ms per sample() call")
     ax.set_xticks(range(len(results)))
@@ -364,7 +366,7 @@ def main(argv=None):
     print("per sample() call: torch ops / host syncs / uploads of Python data "
           "(torch.profiler; the same on any CPU for one torch version)")
     if args.png:
-        save_png(results, args.png)
+        save_png(results, args.png, methods)
         print(f"chart: {args.png}")
     return 0
 

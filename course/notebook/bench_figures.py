@@ -27,8 +27,7 @@ GRID_V = (1024, 4096, 50257, 151936)
 GRID_METHODS = ("reference", "fast", "floor")
 REPEAT, BUDGET_S = 3, 0.3          # a few rounds each: the notebook is run by the self-tests too
 
-COLORS = {"reference": "tab:blue", "full_sort": "tab:brown", "blog": "tab:gray", "fast": "tab:green",
-          "yours": "tab:purple", "floor": "#bbbbbb"}
+COLORS = bench.COLORS
 V_NAMES = {50257: "GPT-2", 151936: "Qwen", 32000: "Llama 2"}
 
 
