@@ -135,5 +135,5 @@ def probe(name: str, factory) -> None:
 
 def yours_line(name, lang="en") -> str:
     """What the column 'yours' is, and where it is graded (the benchmark times it as it is)."""
-    return pick(lang, f"yours = {name}，照原样计时（对不对：{grade_command(name)}）",
-                f"yours = {name}, timed as it is (is it right? {grade_command(name)})")
+    return pick(lang, f"yours = {name}（对不对：{grade_command(name)}）",
+                f"yours = {name} (is it right? {grade_command(name)})")

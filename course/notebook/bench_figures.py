@@ -5,6 +5,7 @@ Every figure is drawn from a run in the notebook itself (course.bench.run_case);
 (course/bench/machine.py: a busy machine) is drawn hollow and said so in the title.
 """
 import math
+from itertools import product
 
 from matplotlib import colormaps
 from matplotlib.figure import Figure
@@ -26,6 +27,7 @@ GRID_B = (1, 2, 4, 16, 64)
 GRID_V = (1024, 4096, 50257, 151936)
 GRID_METHODS = ("reference", "fast", "floor")
 REPEAT, BUDGET_S = 3, 0.3          # a few rounds each: the notebook is run by the self-tests too
+WIDTH_IN, DPI = 5.6, 100           # 560 px: drawn 1:1 in JupyterLab's output area at a 1024 px window
 
 COLORS = bench.COLORS
 V_NAMES = {50257: "GPT-2", 151936: "Qwen", 32000: "Llama 2"}
@@ -67,7 +69,7 @@ def markdown(lines) -> str:
 def draw_bench(results, lang="zh"):
     """Grouped bars (log scale): median ms per method and case; the legend above the axes, never on a bar."""
     methods = [m for m in (*bench.METHODS[:4], "yours", "floor") if any(m in r["ms"] for r in results)]
-    fig = Figure(figsize=(8, 3.6), layout="constrained")
+    fig = Figure(figsize=(WIDTH_IN, 3.9), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
     width = 0.84 / len(methods)
     for j, m in enumerate(methods):
@@ -76,14 +78,15 @@ def draw_bench(results, lang="zh"):
         noisy = [machine.noisy(r) for r in results]
         ax.bar(xs, heights, width, color=[COLORS[m] if not n else "white" for n in noisy], edgecolor=COLORS[m])
     ax.set_yscale("log")
-    ax.set_ylabel(fig_text(lang, "每次 sample() 的中位数 ms（对数轴）", "median ms per sample() call (log)"), fontsize=10)
-    ax.set_xticks(range(len(results)), [f"{r['name']}\nB={r['B']} V={r['V']}" for r in results], fontsize=9)
+    ax.set_ylabel(fig_text(lang, "每次 sample() 的中位数 ms", "median ms per sample() call"), fontsize=10)
+    ax.set_xticks(range(len(results)), [f"{r['name']}\nB={r['B']}\nV={r['V']}" for r in results], fontsize=9)
+    ax.tick_params(axis="y", labelsize=9)
     ax.legend([Patch(color=COLORS[m]) for m in methods], [fig_text(lang, *LABELS[m]) for m in methods], fontsize=9,
-              ncol=len(methods), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, columnspacing=1.0,
+              ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, columnspacing=1.0,
               handlelength=1.2)
     if any(machine.noisy(r) for r in results):
         ax.set_title(fig_text(lang, "空心 = 这个场景的数字是噪声（机器正忙）", "hollow = noise in that case (busy machine)"),
-                     fontsize=10, pad=28)
+                     fontsize=10, pad=40)
     fig._p08_state = {"methods": methods, "cases": [(r["B"], r["V"]) for r in results]}
     return fig
 
@@ -107,8 +110,9 @@ def crossover(points) -> float | None:
 
 def draw_crossover(results, lang="zh"):
     """Speed-up of the fast path over the P08 loop against B, one line per V (log-log); above 1 the fast path wins.
-    Each V's crossover (the B where its line crosses 1) is marked; noisy points are hollow."""
-    fig = Figure(figsize=(8, 3.8), layout="constrained")
+    Each V's crossover (the B where its line crosses 1, from the points that are not noise) is marked; noisy
+    points are hollow."""
+    fig = Figure(figsize=(WIDTH_IN, 4.6), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
     gains = speedups(results)
     noisy = {(r["B"], r["V"]) for r in results if machine.noisy(r)}
@@ -118,9 +122,9 @@ def draw_crossover(results, lang="zh"):
     for k, vocab in enumerate(vocabs):
         color = palette(0.85 * k / max(1, len(vocabs) - 1))
         points = sorted((b, s) for (b, v), s in gains.items() if v == vocab)
-        cross = crossover(points)
+        cross = crossover([(b, s) for b, s in points if (b, vocab) not in noisy] or points)   # noise decides nothing
         marks[vocab] = cross
-        name = f"V = {vocab}" + (f" ({V_NAMES[vocab]})" if vocab in V_NAMES else "") + "\n" + (
+        name = f"V = {vocab}" + (f" ({V_NAMES[vocab]})" if vocab in V_NAMES else "") + ": " + (
             fig_text(lang, "每个 B 都赢", "wins at every B") if cross is None else
             fig_text(lang, "没有赢过", "never wins") if math.isinf(cross) else
             fig_text(lang, f"从 B ≈ {cross:.1f} 起赢", f"wins from B ≈ {cross:.1f}"))
@@ -130,7 +134,7 @@ def draw_crossover(results, lang="zh"):
         if cross is not None and math.isfinite(cross):
             ax.plot([cross], [1], marker="v", ms=12, color=color, mec="black", zorder=5)
     ax.axhline(1, color="black", lw=1, ls="--")
-    ax.text(1.0, 1.03, fig_text(lang, "1 = 一样快；之上快速路径赢", "1 = level; above, the fast path wins"),
+    ax.text(0.99, 1.03, fig_text(lang, "1 = 一样快；之上快速路径赢", "1 = level; above: the fast path wins"),
             transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=9)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -141,19 +145,31 @@ def draw_crossover(results, lang="zh"):
     bs = sorted({b for b, _ in gains})
     ax.set_xticks(bs, [str(b) for b in bs])
     ax.set_xlabel(fig_text(lang, "batch 大小 B（每行 top_k 40、top_p 0.9、各自的 seed）",
-                           "batch size B (every row: top_k 40, top_p 0.9, its own seed)"), fontsize=10)
-    ax.set_ylabel(fig_text(lang, "P08 循环耗时 / 快速路径耗时", "P08 loop time / fast path time"), fontsize=10)
-    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, labelspacing=0.9)
-    title = fig_text(lang, "快速路径从哪里开始赢（▼ = 越过 1 的 B）", "where the fast path starts to win (▼ = where it crosses 1)")
+                           "batch size B (rows: top_k 40, top_p 0.9, own seeds)"), fontsize=10)
+    ax.set_ylabel(fig_text(lang, "循环耗时 / 快速路径耗时", "loop time / fast path time"), fontsize=10)
+    ax.tick_params(labelsize=9)
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    title = fig_text(lang, "快速路径从哪里开始赢过 P08 循环（▼ = 越过 1 处）",
+                     "where the fast path starts to beat the P08 loop (▼)")
     if noisy:
-        title += fig_text(lang, "；空心点是噪声", "; hollow points are noise")
-    ax.set_title(title, fontsize=11)
+        title += fig_text(lang, "\n空心点是噪声（机器正忙）", "\nhollow points are noise (busy machine)")
+    ax.set_title(title, fontsize=10)
     fig._p08_state = {"speedups": gains, "crossover": marks, "noisy": sorted(noisy)}
     return fig
 
 
-def grid_cases():
-    return [("seed 004 mix", b, v, "seed004", "peaked") for v in GRID_V for b in GRID_B]
+def grid_cases(skip=()):
+    """The crossover's cases (seed 004's mix over GRID_B x GRID_V), less the (B, V) in skip."""
+    return [("seed 004 mix", b, v, "seed004", "peaked") for v in GRID_V for b in GRID_B if (b, v) not in skip]
+
+
+def time_grid(table=(), lang="zh"):
+    """(results, lines) of the crossover's grid: the loop, the fast path and the floor timed in each case; a grid
+    point the table already timed (seed 004's mix, peaked logits) is taken from it, not timed twice."""
+    grid = set(product(GRID_B, GRID_V))
+    known = [r for r in table if r["mix"] == "seed004" and r["logits"] == "peaked" and (r["B"], r["V"]) in grid]
+    results, lines = time_cases(grid_cases({(r["B"], r["V"]) for r in known}), methods=GRID_METHODS, lang=lang)
+    return known + results, lines
 
 
 def small_case_line(results, lang="zh") -> str:

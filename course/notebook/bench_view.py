@@ -70,7 +70,7 @@ def _ratio(r) -> str:
     return f"{r:.0f}" if r >= 10 else f"{r:.2g}"
 
 
-CELL = "padding:2px 4px;text-align:right;white-space:nowrap"   # one line per cell, whatever the page width
+CELL = "padding:2px 3px;text-align:right;white-space:nowrap"   # one line per cell, whatever the page width
 
 
 def shown_methods(results, methods=METHODS) -> list:
@@ -112,6 +112,6 @@ def results_html(results, lang="zh", methods=METHODS) -> str:
         caption += pick(lang, f"；{machine.NOISY_MARK} 灰色 = 噪声（机器正忙）", f"; {machine.NOISY_MARK} grey = noise (busy machine)")
     return ("<div style='overflow-x:auto'><table style='font-size:11px;table-layout:auto;width:auto;margin:0 0 4px'>"
             f"<caption style='caption-side:bottom;text-align:left;font-size:11px;color:#666'>{caption}</caption>"
-            "<thead><tr>" + "".join(f"<th style='padding:2px 4px;text-align:right;vertical-align:bottom'>"
+            "<thead><tr>" + "".join(f"<th style='padding:2px 3px;text-align:right;vertical-align:bottom'>"
                                     f"{html.escape(h)}</th>" for h in head) +
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")

@@ -82,19 +82,20 @@ def draw_distinct(counts: dict, lang="zh", tokens=TOKENS) -> Figure:
     from course.notebook.bench_view import LABELS
     names = list(counts)
     runs = max(c["runs"] for c in counts.values())
-    fig = Figure(figsize=(8, 0.55 * len(names) + 1.3), layout="constrained")
+    fig = Figure(figsize=(5.6, 0.5 * len(names) + 1.4), dpi=100, layout="constrained")   # 560 px wide
     ax = fig.add_subplot()
     values = [counts[n]["distinct"] for n in names]
     bars = ax.barh(range(len(names)), values, color=[COLORS[n] for n in names], height=0.6)
-    ax.set_yticks(range(len(names)), [fig_text(lang, *LABELS[n]) for n in names], fontsize=10)
+    ax.set_yticks(range(len(names)), [fig_text(lang, *LABELS[n]) for n in names], fontsize=9)
+    ax.tick_params(axis="x", labelsize=9)
     ax.invert_yaxis()
     ax.set_xlim(0, runs * 1.12)
     for bar, value in zip(bars, values):
         ax.text(bar.get_width() + runs * 0.01, bar.get_y() + bar.get_height() / 2, str(value), va="center",
                 fontsize=10)
-    ax.set_xlabel(fig_text(lang, f"请求 q（seed 7）跑 {runs} 次、每次 {tokens} 个 token：不同结果的个数（1 = 批不变）",
-                           f"request q (seed 7), {runs} runs of {tokens} tokens: distinct completions (1 = batch "
-                           "invariant)"), fontsize=10)
+    ax.set_xlabel(fig_text(lang, f"请求 q（seed 7）跑 {runs} 次、每次 {tokens} 个 token：\n不同结果的个数（1 = 批不变）",
+                           f"request q (seed 7), {runs} runs of {tokens} tokens:\ndistinct completions "
+                           "(1 = batch invariant)"), fontsize=10)
     fig._p08_state = {"names": names, "distinct": values}
     return fig
 

@@ -98,7 +98,7 @@ def test_learner_impl_waits_for_mine_and_times_a_file_that_runs(tmp_path):
     copy.write_text((ROOT / "solutions" / "p08_sampler_fast.py").read_text(encoding="utf-8"), encoding="utf-8")
     done = cw.choose_fast_impl(False, "zh", mine_path=copy)
     impl, line = bf.learner_impl(done, "zh")
-    assert impl[0] == str(copy) and line.startswith(f"yours = {copy}，照原样计时")
+    assert impl[0] == str(copy) and line == f"yours = {copy}（对不对：./check.sh p08-fast --impl {copy}）"
 
 
 def test_time_cases_drops_a_file_that_fails_on_a_later_case_with_one_line():
@@ -168,3 +168,21 @@ def test_learner_load_restores_torch_state_a_file_changed(tmp_path):
     threads, dtype = torch.get_num_threads(), torch.get_default_dtype()
     learner.load(str(path))
     assert (torch.get_num_threads(), torch.get_default_dtype()) == (threads, dtype)
+
+
+def test_the_grid_takes_the_tables_points_and_times_the_rest(monkeypatch):
+    monkeypatch.setattr(bf, "GRID_B", (1, 64))
+    monkeypatch.setattr(bf, "GRID_V", (64,))
+    monkeypatch.setattr(bf, "REPEAT", 1)
+    table = [dict(grid_result(64, 64, 5.0, 1.0), name="from the table"),
+             dict(grid_result(1, 64, 5.0, 1.0), mix="mixed")]                  # another mix: not a grid point
+    grid, lines = bf.time_grid(table, "en")
+    assert [(r["name"], r["B"], r["V"]) for r in grid] == [("from the table", 64, 64), ("seed 004 mix", 1, 64)]
+    assert set(grid[1]["ms"]) == {"reference", "fast", "floor"}
+
+
+def test_a_noisy_point_does_not_move_the_crossover():
+    results = [grid_result(1, 1024, 0.1, 0.4), grid_result(2, 1024, 0.1, 1.0, spread=5.0),
+               grid_result(4, 1024, 0.8, 0.4), grid_result(16, 1024, 3.2, 0.4)]
+    assert bf.draw_crossover(results, "en")._p08_state["crossover"][1024] == pytest.approx(
+        bf.crossover([(1, 0.25), (4, 2.0)]))
