@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from pathlib import Path
 
 import torch
@@ -50,12 +51,15 @@ def deadline(seconds: float):
         raise _Overtime()
 
     previous = signal.signal(signal.SIGALRM, overtime)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    start = time.monotonic()
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)            # an alarm someone else set, if any
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:                                                        # set theirs again, less the time spent
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 0.001))
 
 
 def _one_line(error: BaseException) -> str:
@@ -78,7 +82,7 @@ def guarded_call(name: str, call, what: str, limit_s: float | None = None):
         with deadline(limit_s):
             return call()
     except _Overtime:
-        raise LearnerError(f"{name}: {what} ran past {limit_s:.0f} s (a loop that never ends?); "
+        raise LearnerError(f"{name}: {what} ran past {limit_s:g} s (a loop that never ends?); "
                            f"{grade_command(name)} checks it step by step") from None
     except NotImplementedError as error:
         raise LearnerError(f"{name}: not implemented yet ({' '.join(str(error).split())}); finish the steps "
@@ -110,7 +114,7 @@ def load(spec: str):
             with deadline(LIMIT_S):
                 module = load_module(path, "bench_impl")
         except _Overtime:
-            raise LearnerError(f"{name}: importing it ran past {LIMIT_S:.0f} s") from None
+            raise LearnerError(f"{name}: importing it ran past {LIMIT_S:g} s") from None
         except Exception as error:
             raise LearnerError(f"{name}: cannot be imported ({_one_line(error)})") from None
         factory = getattr(module, "FastSampler", None)

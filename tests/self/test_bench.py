@@ -414,3 +414,21 @@ def test_the_grades_last_line_prints_a_bench_command_that_runs_as_printed(lang, 
     assert "--impl" in command and command[command.index("--impl") + 1] == "mine"
     assert bench.main(command[3:] + ["--threads", "1"]) == 1
     assert "mine/p08_sampler_fast.py: not implemented yet" in capsys.readouterr().err
+
+
+def test_the_deadline_stops_a_loop_and_gives_back_an_outer_alarm():
+    import signal
+    import time
+
+    from course.bench import learner
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 30.0)                               # someone else's alarm
+        with pytest.raises(learner.LearnerError, match=r"x\.py: sample\(\) on a loop ran past 0.2 s"):
+            learner.guarded_call("x.py", lambda: time.sleep(5), "sample() on a loop", limit_s=0.2)
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 25 < left <= 30 and not fired                                     # theirs is set again
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
