@@ -181,20 +181,23 @@ def run_case(name="seed 004: k40 p.9", batch=64, vocab=50257, mix="seed004", sha
     fns = method_fns(logits, req_ids, params, prev, methods if timing else [m for m in methods if m != "floor"],
                      impl)
     result = {"name": name, "B": batch, "V": vocab, "mix": mix, "logits": shape, "device": str(device)}
+    with learner.muted(YOURS in fns) as printed:           # a learner's prints: counted, not shown
+        if YOURS in fns:
+            where = f"on {name} (B={batch}, V={vocab}, {shape})"
+            tokens = learner.guarded_call(impl[0], fns[YOURS], f"sample() {where}")
+            learner.check_tokens(impl[0], tokens, batch, vocab, where)
+        if timing:
+            if progress:
+                progress(", ".join(fns))
+            rounds = time_rounds(fns, repeat=repeat, budget_s=budget_s, device=device)
+            ms = {m: statistics.median(t) for m, t in rounds.items()}
+            fast = ms.get("fast")
+            result.update(ms=ms, ratio={m: (t / fast if fast else float("nan")) for m, t in ms.items()},
+                          spread={m: machine.spread(t) for m, t in rounds.items()})
+        if counts:
+            result["counts"] = opcount.count_methods({m: fn for m, fn in fns.items() if m != "floor"})
     if YOURS in fns:
-        where = f"on {name} (B={batch}, V={vocab}, {shape})"
-        tokens = learner.guarded_call(impl[0], fns[YOURS], f"sample() {where}")
-        learner.check_tokens(impl[0], tokens, batch, vocab, where)
-    if timing:
-        if progress:
-            progress(", ".join(fns))
-        rounds = time_rounds(fns, repeat=repeat, budget_s=budget_s, device=device)
-        ms = {m: statistics.median(t) for m, t in rounds.items()}
-        fast = ms.get("fast")
-        result.update(ms=ms, ratio={m: (t / fast if fast else float("nan")) for m, t in ms.items()},
-                      spread={m: machine.spread(t) for m, t in rounds.items()})
-    if counts:
-        result["counts"] = opcount.count_methods({m: fn for m, fn in fns.items() if m != "floor"})
+        result["printed"] = printed.lines
     return result
 
 
@@ -360,7 +363,7 @@ def main(argv=None):
             print(f"\r{'':<99}\r", end="", file=sys.stderr, flush=True)
     print(format_table(results, methods, markdown=args.markdown))
     print(f"median ms per sample() call, (xN) = N times the fast path; {time.perf_counter() - start:.0f} s")
-    note = machine.noise_note(results)
+    note = "\n".join(line for line in (machine.noise_note(results), learner.printed_note(results)) if line)
     print((note + "\n") if note else "")
     print(format_counts(results, methods, markdown=args.markdown))
     print("per sample() call: torch ops / host syncs / uploads of Python data "

@@ -8,7 +8,9 @@ returns something that is not a token per row, or takes longer than LIMIT_S for 
 from __future__ import annotations
 
 import contextlib
+import io
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -111,7 +113,7 @@ def load(spec: str):
     state = TorchState()
     try:
         try:
-            with deadline(LIMIT_S):
+            with deadline(LIMIT_S), muted():
                 module = load_module(path, "bench_impl")
         except _Overtime:
             raise LearnerError(f"{name}: importing it ran past {LIMIT_S:g} s") from None
@@ -120,7 +122,8 @@ def load(spec: str):
         factory = getattr(module, "FastSampler", None)
         if not callable(factory):
             raise LearnerError(f"{name}: has no FastSampler class (the benchmark times FastSampler().sample)")
-        probe(name, factory)
+        with muted():
+            probe(name, factory)
     finally:
         state.restore()
     return name, factory
@@ -141,3 +144,42 @@ def yours_line(name, lang="en") -> str:
     """What the column 'yours' is, and where it is graded (the benchmark times it as it is)."""
     return pick(lang, f"yours = {name}（对不对：{grade_command(name)}）",
                 f"yours = {name} (is it right? {grade_command(name)})")
+
+
+class Muted(io.TextIOBase):
+    """A stream that keeps nothing and counts the lines written to it."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = 0
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        self.lines += text.count("\n")
+        return len(text)
+
+
+@contextlib.contextmanager
+def muted(active=True):
+    """sys.stdout goes to a Muted stream for the block (when active): a learner's print() in sample() would flood
+    the screen once per timed call. Yields the stream (.lines: how many lines were printed)."""
+    stream = Muted()
+    if not active:
+        yield stream
+        return
+    saved, sys.stdout = sys.stdout, stream
+    try:
+        yield stream
+    finally:
+        sys.stdout = saved
+
+
+def printed_note(results, lang="en") -> str:
+    """One line when a learner's file printed while it was timed (hidden, and its cost counted), else ''."""
+    lines = sum(r.get("printed", 0) for r in results)
+    if not lines:
+        return ""
+    return pick(lang, f"yours 计时时打印了 {lines} 行（这里不显示；打印也算进了它的耗时）",
+                f"yours printed {lines} lines while timed (not shown; their cost is in its time)")

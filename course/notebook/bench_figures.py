@@ -57,8 +57,8 @@ def time_cases(cases, impl=None, methods=bench.METHODS, lang="zh", repeat=REPEAT
             impl = None
             lines.append(pick(lang, f"不再计时你的文件：{error}", f"yours is timed no further: {error}"))
             results.append(bench.run_case(*case, methods=methods, repeat=repeat, budget_s=budget_s))
-    note = machine.noise_note(results, lang)
-    return results, lines + ([note] if note else [])
+    notes = [machine.noise_note(results, lang), learner.printed_note(results, lang)]
+    return results, lines + [note for note in notes if note]
 
 
 def markdown(lines) -> str:

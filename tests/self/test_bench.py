@@ -432,3 +432,16 @@ def test_the_deadline_stops_a_loop_and_gives_back_an_outer_alarm():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_file_that_prints_in_sample_does_not_flood_the_run(tmp_path, capsys):
+    """Every timed call of a sample() with a print: the lines are counted and said once, never shown."""
+    path = tmp_path / "chatty.py"
+    path.write_text("print('loading')\n" + (ROOT / "solutions" / "p08_sampler_fast.py").read_text(encoding="utf-8")
+                    + "\n_s = FastSampler.sample\n\n\ndef _chatty(self, *args):\n    print('sampling', args[0].shape)\n"
+                    "    return _s(self, *args)\n\n\nFastSampler.sample = _chatty\n", encoding="utf-8")
+    assert bench.main(["p08", "--impl", str(path), "--quick", "--repeat", "2", "--threads", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "sampling" not in out and "loading" not in out
+    printed = [line for line in out.splitlines() if line.startswith("yours printed ")]
+    assert len(printed) == 1 and int(printed[0].split()[2]) >= len(bench.QUICK_CASES) * 3
