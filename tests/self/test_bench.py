@@ -213,4 +213,3 @@ def test_op_counts_are_exact_and_tell_a_per_row_loop_from_a_batched_sampler():
     assert "ops/syncs/uploads" in bench.format_counts([result], ("reference", "fast"), markdown=True)
     counted = bench.run_case("tiny", 2, 128, methods=("reference", "fast", "floor"), counts=True, timing=False)
     assert "ms" not in counted and set(counted["counts"]) == {"reference", "fast"}          # --counts: no timing
-
