@@ -79,7 +79,7 @@ class Load:
     def describe(self, lang: str = "en") -> str:
         parts = []
         if self.others is not None:
-            parts.append(pick(lang, f"别的程序占着 {self.others:.1f} / {self.cores} 个核",
+            parts.append(pick(lang, f"别的程序占 {self.others:.1f}/{self.cores} 核",
                               f"others use {self.others:.1f} of {self.cores} cores"))
         if self.load is not None:
             parts.append(pick(lang, f"负载 {self.load:.1f}", f"load {self.load:.1f}"))
@@ -114,12 +114,12 @@ def timing_threads(threads: int | None = None, lang: str = "en", load: Load | No
         load = load or measure()
         if load.busy:
             chosen = 1
-            line = pick(lang, f"机器正忙（{load.describe(lang)}）：每种方法用 1 个线程计时",
-                        f"busy machine ({load.describe(lang)}): 1 thread per method")
+            line = pick(lang, f"机器正忙（{load.describe(lang)}）：每种方法 1 个线程",
+                        f"busy ({load.describe(lang)}): 1 thread per method")
         else:
             chosen = saved
             line = pick(lang, f"机器空闲（{load.describe(lang)}）：{saved} 个线程",
-                        f"quiet machine ({load.describe(lang)}): {saved} thread{'s' * (saved != 1)}")
+                        f"quiet ({load.describe(lang)}): {saved} thread{'s' * (saved != 1)}")
     torch.set_num_threads(chosen)
     try:
         yield line

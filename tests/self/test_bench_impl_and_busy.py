@@ -143,7 +143,7 @@ def test_a_busy_machine_is_timed_with_one_thread_and_says_so(capsys, monkeypatch
     assert bench.main(["p08", "--quick", "--repeat", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].endswith(", 1 thread")
-    assert out[1] == "busy machine (others use 1.5 of 2 cores, load 2.7): 1 thread per method"
+    assert out[1] == "busy (others use 1.5 of 2 cores, load 2.7): 1 thread per method"
     assert torch.get_num_threads() == threads                                      # restored after the run
 
 
