@@ -5,6 +5,7 @@ Every figure is drawn from a run in the notebook itself (course.bench.run_case);
 (course/bench/machine.py: a busy machine) is drawn hollow and said so in the title.
 """
 import math
+import textwrap
 from itertools import product
 
 from matplotlib import colormaps
@@ -41,8 +42,10 @@ def learner_impl(fast, lang="zh"):
                           f"{fast.mine_path} does not run yet: the course's samplers only")
     try:
         impl = learner.load(fast.mine_path)
-    except learner.LearnerError as error:
-        return None, pick(lang, f"不计时你的文件：{error}", f"yours is not timed: {error}")
+    except learner.LearnerError as error:                # printed: wrapped to the page (74 columns)
+        text = pick(lang, f"不计时你的文件：{error}", f"yours is not timed: {error}")
+        return None, "\n".join(textwrap.wrap(text, 74 if lang == "en" else 66, break_long_words=False,
+                                             break_on_hyphens=False))
     return impl, learner.yours_line(impl[0], lang)
 
 

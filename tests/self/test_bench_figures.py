@@ -186,3 +186,17 @@ def test_a_noisy_point_does_not_move_the_crossover():
                grid_result(4, 1024, 0.8, 0.4), grid_result(16, 1024, 3.2, 0.4)]
     assert bf.draw_crossover(results, "en")._p08_state["crossover"][1024] == pytest.approx(
         bf.crossover([(1, 0.25), (4, 2.0)]))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_learner_file_with_a_bug_is_not_timed_and_says_why_in_lines_that_fit(lang, tmp_path):
+    """mine/ runs (a bug is not a stub) but raises on the probe: no 'yours' column, the reason wrapped to the page."""
+    buggy = tmp_path / "buggy_fast.py"
+    buggy.write_text((ROOT / "solutions" / "p08_sampler_fast.py").read_text(encoding="utf-8")
+                     + "\n\ndef _broken(self, logits, req_ids, params, prev_tokens):\n"
+                       "    raise ValueError('the window of row ' + str(len(req_ids)) + ' is empty; ' * 8)\n\n\n"
+                       "FastSampler.sample = _broken\n", encoding="utf-8")
+    impl, line = bf.learner_impl(cw.choose_fast_impl(False, lang, mine_path=buggy), lang)
+    assert impl is None and "ValueError: the window of row 2 is empty" in line.replace("\n", " ")
+    parts = line.splitlines()                   # a path longer than the page (pytest's tmp_path) stays whole
+    assert len(parts) > 1 and all(len(part) <= 74 or " " not in part.rstrip(":") for part in parts), parts
