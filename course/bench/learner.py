@@ -3,7 +3,8 @@
 The benchmark times whatever file it is given; whether that file is right is the grader's job
 (`./check.sh p08-fast --impl FILE`). What this module makes sure of is that a file which cannot be timed says so
 in one line (no traceback): it does not exist, cannot be imported, has no FastSampler, is still a stub, raises,
-returns something that is not a token per row, or takes longer than LIMIT_S for one call.
+returns something that is not a token per row, or takes longer than LIMIT_S for one call; and that its print()
+calls, once per timed call, are counted instead of flooding the screen.
 """
 from __future__ import annotations
 
@@ -65,9 +66,11 @@ def deadline(seconds: float):
 
 
 def _one_line(error: BaseException) -> str:
+    """'ValueError: its message' on one line, at most 160 characters of the message."""
     text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text[:160]}" + ("..." if len(text) > 160 else "") if text else \
-        type(error).__name__
+    if not text:
+        return type(error).__name__
+    return f"{type(error).__name__}: {text[:160]}{'...' if len(text) > 160 else ''}"
 
 
 def grade_command(name: str) -> str:
