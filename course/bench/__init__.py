@@ -4,12 +4,15 @@
     python -m course.bench p08 --quick          # small sizes, a few seconds
     python -m course.bench p08 --markdown       # the table as Markdown (for docs/benchmark.md)
     python -m course.bench p08 --counts         # only the ops / syncs / uploads per call (no timing; noise-free)
+    python -m course.bench p08 --impl mine      # also time mine/p08_sampler_fast.py (or any file): column "yours"
     python -m course.bench p08 --device cuda --png bench_out/p08.png
 
 Every method samples the same batch in the same run; the table gives the median ms per call and the ratio to
 the fast path (x30 = thirty times slower than the fast path). A second table gives, per call, the torch ops, the
 host syncs and the uploads of Python data (course/bench/opcount.py): noise-free counts that stand in for a GPU's
-kernel launches. The notebook and the grader call `run_case`.
+kernel launches. On a busy machine it times with one thread and marks the cases whose figures are noise
+(course/bench/machine.py); a learner's file that cannot be timed gets one line (course/bench/learner.py).
+The notebook and the grader call `run_case`.
 """
 import argparse
 import random
@@ -19,13 +22,16 @@ import time
 
 import torch
 
-from course.bench import opcount
+from course.bench import learner, machine, opcount
 from course.bench.baselines import BlogSampler, FullSortSampler, fast_sampler, logits_floor, reference_sampler
 from course.sampling_params import SamplingParams
 
 METHODS = ("reference", "full_sort", "blog", "fast", "floor")
 LABELS = {"reference": "ref loop", "full_sort": "full sort", "blog": "blog 004", "fast": "fast path",
           "floor": "floor"}       # short: the text table fits 100 columns (docs/benchmark.md explains each)
+YOURS = "yours"      # --impl FILE: the learner's FastSampler, timed beside the fast path
+COLORS = {"reference": "tab:blue", "full_sort": "tab:brown", "blog": "tab:gray", "fast": "tab:green",
+          "yours": "tab:purple", "floor": "#bbbbbb"}       # the charts' colours (the notebook's too)
 PEAKED_ALPHA = 1.5   # peaked logits: -alpha * log(rank); top-p 0.9 then keeps ~60 tokens
 HEAVY_ALPHA = 1.25   # a heavier tail: top-p 0.9 needs thousands of tokens (the window must widen)
 
@@ -77,7 +83,12 @@ def time_ms(fn, repeat=20, warmup=2, budget_s=2.0, device="cpu"):
 
 
 def time_many(fns, repeat=20, warmup=2, budget_s=2.0, device="cpu"):
-    """{name: median ms}: the callables take turns, so a busy machine slows them all alike.
+    """{name: median ms} of time_rounds."""
+    return {name: statistics.median(t) for name, t in time_rounds(fns, repeat, warmup, budget_s, device).items()}
+
+
+def time_rounds(fns, repeat=20, warmup=2, budget_s=2.0, device="cpu"):
+    """{name: [ms of each timed call]}: the callables take turns, so a busy machine slows them all alike.
 
     Each gets `warmup` untimed calls, then up to `repeat` timed ones while its time stays within budget_s
     (at least 3); a callable whose first call takes over budget_s / 2 is timed by that call alone. Each round
@@ -96,7 +107,7 @@ def time_many(fns, repeat=20, warmup=2, budget_s=2.0, device="cpu"):
             spent = times[name]
             if first[name] < budget_s * 1e3 / 2 and (len(spent) < 3 or sum(spent) < budget_s * 1e3):
                 spent.append(_timed(fn, device))
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
 
 
 def make_logits(batch, vocab, shape="peaked", dtype=torch.float32, device="cpu", seed=0):
@@ -140,10 +151,11 @@ def make_batch(batch, vocab, mix="seed004", seed=0):
     return req_ids, params, prev
 
 
-def method_fns(logits, req_ids, params, prev_tokens, methods=METHODS):
-    """{method: zero-argument callable sampling this batch once}; samplers are created once (warm)."""
+def method_fns(logits, req_ids, params, prev_tokens, methods=METHODS, impl=None):
+    """{method: zero-argument callable sampling this batch once}; samplers are created once (warm).
+    impl: (name, factory) of a learner's FastSampler (course/bench/learner.py), method "yours"."""
     makers = {"reference": reference_sampler, "full_sort": FullSortSampler, "blog": BlogSampler,
-              "fast": fast_sampler}
+              "fast": fast_sampler, YOURS: impl[1] if impl else None}
     fns = {}
     for name in methods:
         if name == "floor":
@@ -156,39 +168,74 @@ def method_fns(logits, req_ids, params, prev_tokens, methods=METHODS):
 
 def run_case(name="seed 004: k40 p.9", batch=64, vocab=50257, mix="seed004", shape="peaked",
              dtype=torch.float32, device="cpu", methods=METHODS, repeat=20, budget_s=2.0, progress=None,
-             counts=False, timing=True):
-    """Time every method on one batch; returns {'name', 'B', 'V', 'mix', 'logits', 'ms': {...}, 'ratio': {...}}
-    and, with counts=True, 'counts': {method: opcount.Counts} (ops, syncs, uploads per call; timing=False: only
-    those)."""
+             counts=False, timing=True, impl=None):
+    """Time every method on one batch; returns {'name', 'B', 'V', 'mix', 'logits', 'ms': {...}, 'ratio': {...},
+    'spread': {...}} (spread: each method's median over its fastest round, see course/bench/machine.py) and, with
+    counts=True, 'counts': {method: opcount.Counts} (ops, syncs, uploads per call; timing=False: only those).
+    impl: a learner's (name, FastSampler factory) from course.bench.learner.load, timed as method "yours" right
+    after the fast path; a first call checks it on this batch (a LearnerError, one line, if it fails)."""
+    if impl and YOURS not in methods:
+        methods = with_yours(methods)
     logits = make_logits(batch, vocab, shape, dtype, device)
     req_ids, params, prev = make_batch(batch, vocab, mix)
-    fns = method_fns(logits, req_ids, params, prev, methods if timing else [m for m in methods if m != "floor"])
+    fns = method_fns(logits, req_ids, params, prev, methods if timing else [m for m in methods if m != "floor"],
+                     impl)
     result = {"name": name, "B": batch, "V": vocab, "mix": mix, "logits": shape, "device": str(device)}
-    if timing:
-        if progress:
-            progress(", ".join(fns))
-        ms = time_many(fns, repeat=repeat, budget_s=budget_s, device=device)
-        fast = ms.get("fast")
-        result.update(ms=ms, ratio={m: (t / fast if fast else float("nan")) for m, t in ms.items()})
-    if counts:
-        result["counts"] = opcount.count_methods({m: fn for m, fn in fns.items() if m != "floor"})
+    with learner.muted(YOURS in fns) as printed:           # a learner's prints: counted, not shown
+        if YOURS in fns:
+            where = f"on {name} (B={batch}, V={vocab}, {shape})"
+            tokens = learner.guarded_call(impl[0], fns[YOURS], f"sample() {where}")
+            learner.check_tokens(impl[0], tokens, batch, vocab, where)
+        if timing:
+            if progress:
+                progress(", ".join(fns))
+            rounds = time_rounds(fns, repeat=repeat, budget_s=budget_s, device=device)
+            ms = {m: statistics.median(t) for m, t in rounds.items()}
+            fast = ms.get("fast")
+            result.update(ms=ms, ratio={m: (t / fast if fast else float("nan")) for m, t in ms.items()},
+                          spread={m: machine.spread(t) for m, t in rounds.items()})
+        if counts:
+            result["counts"] = opcount.count_methods({m: fn for m, fn in fns.items() if m != "floor"})
+    if YOURS in fns:
+        result["printed"] = printed.lines
     return result
 
 
+def with_yours(methods):
+    """methods with "yours" right after the fast path (or last)."""
+    methods = [m for m in methods if m != YOURS]
+    at = methods.index("fast") + 1 if "fast" in methods else len(methods)
+    return tuple(methods[:at]) + (YOURS,) + tuple(methods[at:])
+
+
+def label(method):
+    return LABELS.get(method, method)
+
+
+NOISY_MARK = machine.NOISY_MARK     # before a case's name: its figures are noise
+WIDTH = 100          # the text tables fit this many columns
+
+
 def format_table(results, methods=METHODS, markdown=False):
-    """The results as a table (100 columns, or Markdown): median ms and (ratio to the fast path) per method."""
+    """The results as a table (100 columns, or Markdown): median ms and (ratio to the fast path) per method; a case
+    whose floor varied too much across rounds (machine.noisy) is marked with NOISY_MARK."""
     if markdown:
-        lines = ["| case | B | V | logits | " + " | ".join(LABELS[m] for m in methods) + " |",
+        lines = ["| case | B | V | logits | " + " | ".join(label(m) for m in methods) + " |",
                  "|---|--:|--:|---|" + "--:|" * len(methods)]
         for r in results:
             cells = [_cell(r, m).strip().replace(" ", " (", 1) + ")" if m in r["ms"] else "-" for m in methods]
-            lines.append(f"| {r['name']} | {r['B']} | {r['V']} | {r['logits']} | " + " | ".join(cells) + " |")
+            name = f"{NOISY_MARK} {r['name']}" if machine.noisy(r) else r["name"]
+            lines.append(f"| {name} | {r['B']} | {r['V']} | {r['logits']} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
-    head = f"{'case':<17} {'B':>3} {'V':>6} {'logits':<6}" + "".join(f" {LABELS[m]:>12}" for m in methods)
+    cells = [[_cell(r, m) if m in r["ms"] else "-" for m in methods] for r in results]
+    width = max([len(label(m)) for m in methods] + [len(c) for row in cells for c in row]) + 1
+    name_width = max(8, min(17, WIDTH - 18 - width * len(methods)))        # shorter names when columns are many
+    head = f"{'case':<{name_width}} {'B':>3} {'V':>6} {'logits':<6}" + "".join(f"{label(m):>{width}}" for m in methods)
     lines = [head, "-" * len(head)]
-    for r in results:
-        cells = "".join(f" {_cell(r, m) if m in r['ms'] else '-':>12}" for m in methods)
-        lines.append(f"{r['name'][:17]:<17} {r['B']:>3} {r['V']:>6} {r['logits']:<6}" + cells)
+    for r, row in zip(results, cells):
+        name = NOISY_MARK + r["name"][:name_width - 1] if machine.noisy(r) else r["name"][:name_width]
+        lines.append(f"{name:<{name_width}} {r['B']:>3} {r['V']:>6} {r['logits']:<6}"
+                     + "".join(f"{c:>{width}}" for c in row))
     return "\n".join(lines)
 
 
@@ -199,12 +246,12 @@ def format_counts(results, methods=METHODS, markdown=False):
         c = r.get("counts", {}).get(m)
         return f"{c.ops}/{c.syncs}/{c.uploads}" if c else "-"
     if markdown:
-        lines = ["| case | B | V | logits | " + " | ".join(f"{LABELS[m]} ops/syncs/uploads" for m in shown) + " |",
+        lines = ["| case | B | V | logits | " + " | ".join(f"{label(m)} ops/syncs/uploads" for m in shown) + " |",
                  "|---|--:|--:|---|" + "--:|" * len(shown)]
         lines += [f"| {r['name']} | {r['B']} | {r['V']} | {r['logits']} | "
                   + " | ".join(cell(r, m) for m in shown) + " |" for r in results]
         return "\n".join(lines)
-    head = f"{'case':<17} {'B':>3} {'V':>6} {'logits':<6}" + "".join(f" {LABELS[m]:>12}" for m in shown)
+    head = f"{'case':<17} {'B':>3} {'V':>6} {'logits':<6}" + "".join(f" {label(m):>12}" for m in shown)
     lines = [head, "-" * len(head)]
     lines += [f"{r['name'][:17]:<17} {r['B']:>3} {r['V']:>6} {r['logits']:<6}"
               + "".join(f" {cell(r, m):>12}" for m in shown) for r in results]
@@ -231,7 +278,7 @@ def save_png(results, path, methods=METHODS):
     width = 0.8 / len(methods)
     for j, m in enumerate(methods):
         xs = [i + (j - (len(methods) - 1) / 2) * width for i in range(len(results))]
-        ax.bar(xs, [r["ms"].get(m, float("nan")) for r in results], width, label=LABELS[m])
+        ax.bar(xs, [r["ms"].get(m, float("nan")) for r in results], width, label=label(m), color=COLORS.get(m))
     ax.set_yscale("log")
     ax.set_ylabel("median ms per sample() call")
     ax.set_xticks(range(len(results)))
@@ -256,13 +303,23 @@ def main(argv=None):
     parser.add_argument("--counts", action="store_true",
                         help="only count torch ops, host syncs and uploads per call (no timing: noise-free)")
     parser.add_argument("--threads", type=int, metavar="N",
-                        help="torch CPU threads for every method (default: torch's, one per core); on a busy machine "
-                             "1 keeps a method from waiting for a descheduled thread")
+                        help="torch CPU threads for every method (default: torch's, one per core, or 1 when other "
+                             "programs keep the CPU busy: a method then never waits for a descheduled thread)")
+    parser.add_argument("--impl", metavar="FILE",
+                        help="also time your FastSampler: a file, or 'mine' for mine/p08_sampler_fast.py "
+                             "(column 'yours', beside the fast path)")
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda: torch sees no GPU")
+    if args.soak and args.impl:
+        parser.error("--soak runs the course's two samplers; --impl times a file: use one at a time")
+    impl = None
+    if args.impl:
+        try:
+            impl = learner.load(args.impl)
+        except learner.LearnerError as error:
+            print(f"cannot time it: {error}", file=sys.stderr)
+            return 1
     if args.soak:
         from course.bench import simulate
         codes = [simulate.main(["--sampler", name, "--steps", str(args.soak), "--vocab", "4096",
@@ -271,33 +328,48 @@ def main(argv=None):
         return max(codes)
     cases = QUICK_CASES if args.quick else CASES
     if args.counts:
-        results = [run_case(*case, device=args.device, counts=True, timing=False) for case in cases]
-        print(format_counts(results, markdown=args.markdown))
+        try:
+            results = [run_case(*case, device=args.device, counts=True, timing=False, impl=impl) for case in cases]
+        except learner.LearnerError as error:
+            print(f"cannot time it: {error}", file=sys.stderr)
+            return 1
+        print(format_counts(results, with_yours(METHODS) if impl else METHODS, markdown=args.markdown))
         print("per sample() call: torch ops / host syncs / uploads of Python data "
               "(torch.profiler; the same on any CPU for one torch version)")
         return 0
     repeat = args.repeat or (5 if args.quick else 20)
     budget = 0.3 if args.quick else 2.0
-    print(f"p08 benchmark on {_machine(args.device)}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} thread{'s' if torch.get_num_threads() != 1 else ''}", flush=True)
-    results = []
-    start = time.perf_counter()
-    live = sys.stderr.isatty()                   # a terminal: one line rewritten; else one line per step
-    for n, (name, batch, vocab, mix, shape) in enumerate(cases, 1):
-        def progress(method, n=n):
-            text = f"[{n}/{len(cases)}] {name} B={batch} V={vocab} {shape}: timing {method}"
-            print(f"\r{text:<99}" if live else text, end="" if live else "\n", file=sys.stderr, flush=True)
-        results.append(run_case(name, batch, vocab, mix, shape, device=args.device, repeat=repeat,
-                                budget_s=budget, progress=progress, counts=True))
-    if live:
-        print(f"\r{'':<99}\r", end="", file=sys.stderr, flush=True)
-    print(format_table(results, markdown=args.markdown))
-    print(f"median ms per sample() call, (xN) = N times the fast path; {time.perf_counter() - start:.0f} s\n")
-    print(format_counts(results, markdown=args.markdown))
+    methods = with_yours(METHODS) if impl else METHODS
+    with machine.timing_threads(args.threads) as threads_line:
+        print(f"p08 benchmark on {_machine(args.device)}, torch {torch.__version__}, "
+              f"{torch.get_num_threads()} thread{'s' if torch.get_num_threads() != 1 else ''}", flush=True)
+        print(threads_line, flush=True)
+        if impl:
+            print(learner.yours_line(impl[0]), flush=True)
+        results = []
+        start = time.perf_counter()
+        live = sys.stderr.isatty()                   # a terminal: one line rewritten; else one line per step
+        try:
+            for n, (name, batch, vocab, mix, shape) in enumerate(cases, 1):
+                def progress(method, n=n):
+                    text = f"[{n}/{len(cases)}] {name} B={batch} V={vocab} {shape}: timing {method}"
+                    print(f"\r{text:<99}" if live else text, end="" if live else "\n", file=sys.stderr, flush=True)
+                results.append(run_case(name, batch, vocab, mix, shape, device=args.device, repeat=repeat,
+                                        budget_s=budget, progress=progress, counts=True, impl=impl))
+        except learner.LearnerError as error:
+            print(f"{chr(13) if live else ''}cannot time it: {error}", file=sys.stderr)
+            return 1
+        if live:
+            print(f"\r{'':<99}\r", end="", file=sys.stderr, flush=True)
+    print(format_table(results, methods, markdown=args.markdown))
+    print(f"median ms per sample() call, (xN) = N times the fast path; {time.perf_counter() - start:.0f} s")
+    note = "\n".join(line for line in (machine.noise_note(results), learner.printed_note(results)) if line)
+    print((note + "\n") if note else "")
+    print(format_counts(results, methods, markdown=args.markdown))
     print("per sample() call: torch ops / host syncs / uploads of Python data "
           "(torch.profiler; the same on any CPU for one torch version)")
     if args.png:
-        save_png(results, args.png)
+        save_png(results, args.png, methods)
         print(f"chart: {args.png}")
     return 0
 

@@ -1,13 +1,15 @@
 """The fast-path notebook's benchmark table as HTML (the text table is too wide for a notebook), and one
-sentence per case where the fast path is not the fastest real sampler, saying why."""
+sentence per case where the fast path is not the fastest real sampler, saying why. A case whose figures are
+noise (course/bench/machine.py) is marked; the learner's column 'yours' follows the fast path's."""
 import html
 
+from course.bench import machine
 from course.lang import pick
 
 METHODS = ("reference", "full_sort", "blog", "fast", "floor")   # course.bench's order
 LABELS = {"reference": ("参考解逐行循环", "reference loop"), "full_sort": ("全词表排序", "full sort"),
           "blog": ("博客写法（有 bug）", "blog (buggy)"), "fast": ("快速路径", "fast path"),
-          "floor": ("下限 max(-1)", "floor max(-1)")}
+          "floor": ("下限 max(-1)", "floor max(-1)"), "yours": ("你的 mine/", "yours (mine/)")}
 WHY = {  # method that beat the fast path -> why (one sentence each)
     "blog": ("博客的写法整批只用第一行的参数、只抽一次全局随机数、不做 penalty，也就是少做了每行该做的事，而且结果是错的",
              "the blog's code does less work because it is wrong: one parameter set and one global draw for the "
@@ -26,8 +28,9 @@ WHY = {  # method that beat the fast path -> why (one sentence each)
 
 
 def losing_cases(results, methods=METHODS) -> list:
-    """[(result, method)] where a real sampler (not the floor) was faster than the fast path."""
-    return [(r, m) for r in results for m in methods if m not in ("fast", "floor")
+    """[(result, method)] where a real sampler (not the floor, not yours) was faster than the fast path, in the
+    cases whose figures are not noise."""
+    return [(r, m) for r in results if not machine.noisy(r) for m in methods if m not in ("fast", "floor", "yours")
             and r["ms"].get(m) is not None and r["ms"].get("fast") and r["ms"][m] < r["ms"]["fast"]]
 
 
@@ -38,6 +41,14 @@ def _case(r) -> str:
 def explain_losses(results, lang="zh") -> str:
     """One sentence per method that beat the fast path somewhere, naming the cases (or: none)."""
     lost = losing_cases(results)
+    if results and all(machine.noisy(r) for r in results):
+        return pick(lang, "这一次的数字全是噪声（机器正忙），从中看不出谁快；机器空闲时重新运行这一格。",
+                    "This run's figures are all noise (a busy machine): they say nothing about speed; run this cell "
+                    "again when the machine is quiet.")
+    if not lost and any(machine.noisy(r) for r in results):
+        return pick(lang, "这一次，在数字不是噪声的场景里，快速路径都比其他正确或错误的写法快（下限除外）。",
+                    "This run: the fast path beat every other sampler in every case whose figures are not noise "
+                    "(the floor aside).")
     if not lost:
         return pick(lang, "这一次，快速路径在每个场景都比其他正确或错误的写法快（下限除外）。",
                     "This run: the fast path beat every other sampler in every case (the floor aside).")
@@ -59,17 +70,28 @@ def _ratio(r) -> str:
     return f"{r:.0f}" if r >= 10 else f"{r:.2g}"
 
 
-CELL = "padding:2px 4px;text-align:right;white-space:nowrap"   # one line per cell, whatever the page width
+CELL = "padding:2px 3px;text-align:right;white-space:nowrap"   # one line per cell, whatever the page width
+
+
+def shown_methods(results, methods=METHODS) -> list:
+    """methods, with 'yours' right after the fast path when a result has it."""
+    if not any("yours" in r.get("ms", {}) for r in results) or "yours" in methods:
+        return list(methods)
+    at = list(methods).index("fast") + 1
+    return [*methods[:at], "yours", *methods[at:]]
 
 
 def results_html(results, lang="zh", methods=METHODS) -> str:
     """A compact HTML table: one row per case, median ms per method with (x ratio to the fast path); the fast
-    path's column in bold; a cell where a real sampler beats the fast path is shaded. Cells never wrap: a page too
-    narrow for the table scrolls it sideways."""
+    path's column in bold; a cell where a real sampler beats the fast path is shaded; a case whose figures are
+    noise starts with machine.NOISY_MARK and is greyed. Cells never wrap: a page too narrow for the table
+    scrolls it sideways."""
+    methods = shown_methods(results, methods)
     head = [pick(lang, "场景", "case"), "B×V", "logits"] + [pick(lang, *LABELS[m]) for m in methods]
     rows = []
     for r in results:
-        cells = [html.escape(r["name"]), f"{r['B']}×{r['V']}", html.escape(r["logits"])]
+        mark = f"{machine.NOISY_MARK} " if machine.noisy(r) else ""
+        cells = [html.escape(mark + r["name"]), f"{r['B']}×{r['V']}", html.escape(r["logits"])]
         for m in methods:
             t = r["ms"].get(m)
             if t is None:
@@ -82,11 +104,14 @@ def results_html(results, lang="zh", methods=METHODS) -> str:
             elif m != "floor" and ratio < 1:
                 text = f"<span style='background:#fde2c4'>{text}</span>"
             cells.append(text)
-        rows.append("<tr>" + "".join(f"<td style='{CELL}'>{c}</td>" for c in cells) + "</tr>")
+        grey = " style='color:#999'" if mark else ""
+        rows.append(f"<tr{grey}>" + "".join(f"<td style='{CELL}'>{c}</td>" for c in cells) + "</tr>")
     caption = pick(lang, "每格：中位数 ms，×N = 相对快速路径的倍数；底色 = 比快速路径快的真实写法",
                    "each cell: median ms, ×N = relative to the fast path; shaded = a real sampler faster than the fast path")
+    if any(machine.noisy(r) for r in results):
+        caption += pick(lang, f"；{machine.NOISY_MARK} 灰色 = 噪声（机器正忙）", f"; {machine.NOISY_MARK} grey = noise (busy machine)")
     return ("<div style='overflow-x:auto'><table style='font-size:11px;table-layout:auto;width:auto;margin:0 0 4px'>"
             f"<caption style='caption-side:bottom;text-align:left;font-size:11px;color:#666'>{caption}</caption>"
-            "<thead><tr>" + "".join(f"<th style='padding:2px 4px;text-align:right;vertical-align:bottom'>"
+            "<thead><tr>" + "".join(f"<th style='padding:2px 3px;text-align:right;vertical-align:bottom'>"
                                     f"{html.escape(h)}</th>" for h in head) +
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")

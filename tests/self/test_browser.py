@@ -225,6 +225,22 @@ def assert_layout(page):
     return layout
 
 
+FIGURES_AFTER_JS = r"""(heading) => {
+    const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+    const at = cells.findIndex(c => [...c.querySelectorAll('h2')].some(h => h.textContent.startsWith(heading)));
+    const code = at < 0 ? null : cells.slice(at + 1).find(c => c.classList.contains('jp-CodeCell'));
+    const images = code ? [...code.querySelectorAll('.jp-OutputArea-output img')] : [];
+    if (images.length) images[0].scrollIntoView({block: 'center'});
+    return images.map(i => [i.naturalWidth, i.clientWidth]);
+}"""
+
+
+def figures_after(page, heading):
+    """[natural width, shown width] of each image the first code cell after the markdown heading drew; the first
+    is scrolled into view."""
+    return page.evaluate(FIGURES_AFTER_JS, heading)
+
+
 def visible_stale_notes(page):
     return sum(note.is_visible() for note in page.locator(".p08-stale").all())
 
@@ -361,6 +377,12 @@ def test_fast_path_notebook_in_english(lab, browser):
     fits = table.evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
     assert fits[0] <= fits[1], f"the benchmark table is {fits[0]} px wide in {fits[1]} px"
     shot(page, "p08_fast_en_benchmark")
+    for heading, name in (("The benchmark", "bench_chart"), ("Where the fast path starts to win", "crossover"),
+                          ("The batch-invariance experiment in miniature", "invariance_count")):
+        shown = figures_after(page, heading)                   # [natural width, shown width] per image
+        assert len(shown) == 1 and shown[0][0] <= shown[0][1] + 1, f"{heading}: {shown} (shrunk to fit the page)"
+        page.wait_for_timeout(200)
+        shot(page, f"p08_fast_en_{name}")
     page.locator(".jp-OutputArea-output pre:has-text('prefix_sum: row 3')").first.scroll_into_view_if_needed()
     shot(page, "p08_fast_en_printed")
     assert not errors, errors
