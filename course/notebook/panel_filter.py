@@ -10,7 +10,7 @@ from matplotlib.patches import Patch
 
 from course.notebook.impl_choice import impl_label, resolve_impl
 from course.lang import pick
-from course.notebook.layout import panel_box, row_sizes, slider_sizes
+from course.notebook.layout import panel_box, panel_image, row_sizes, slider_sizes
 from course.notebook.plotting import (BEFORE_COLOR, CROSS_COLOR, FONT_PT, KEPT_COLOR, REMOVED_COLOR, fig_text,
                                       new_figure, render_png)
 from course.sampling_params import GREEDY_TEMPERATURE
@@ -131,7 +131,7 @@ def build_ui(lang="zh", use_reference=False, mine_path=None):
                                                    (pick(lang, "参考解 solutions/", "reference solutions/"), True)],
                                           value=bool(use_reference), description=pick(lang, "用谁的代码", "whose code"),
                                           style={"button_width": "auto", "description_width": "initial"}),
-         "note": W.HTML(), "image": W.Image(format="png")}
+         "note": W.HTML(), "image": panel_image()}
     fig = new_figure(560)
     fig.subplots(2, 1, height_ratios=[1.15, 1])
     impl = {}

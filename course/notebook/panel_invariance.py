@@ -8,7 +8,7 @@ from matplotlib.colors import ListedColormap
 from course.notebook.demo_samplers import invariance_runs
 from course.notebook.impl_choice import choose_impl, impl_label
 from course.lang import pick
-from course.notebook.layout import panel_box
+from course.notebook.layout import panel_box, panel_image
 from course.notebook.plotting import FONT_PT, fig_text, new_figure, render_png
 
 
@@ -58,7 +58,7 @@ def build_invariance_panel(lang="zh", use_reference=False, steps=8, vocab=12, mi
     fig.subplots(2, 1)
     w = {"again": W.Button(description=pick(lang, "换一批同伴再跑一次", "run again with another batch mix"),
                            layout=W.Layout(width="auto")),
-         "note": W.HTML(), "image": W.Image(format="png")}
+         "note": W.HTML(), "image": panel_image()}
     runs = [0]
 
     def run(_=None):

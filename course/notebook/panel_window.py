@@ -13,7 +13,7 @@ import torch
 
 from course.lang import pick
 from course.notebook.impl_choice import choose_fast_impl
-from course.notebook.layout import panel_box, row_sizes, slider_sizes
+from course.notebook.layout import panel_box, panel_image, row_sizes, slider_sizes
 from course.notebook.plotting import (BEFORE_COLOR, CROSS_COLOR, FONT_PT, KEPT_COLOR, REMOVED_COLOR, fig_text,
                                       new_figure, render_png)
 from course.sampling_params import SamplingParams
@@ -203,7 +203,7 @@ def build_window_panel(lang="zh", use_reference=False, mine_path=None):
          "temperature": W.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.05, description="temperature", **slider_sizes()),
          "top_k": W.IntSlider(value=40, min=-1, max=400, description="top_k (-1 off)", **slider_sizes()),
          "top_p": W.FloatSlider(value=0.9, min=0.05, max=1.0, step=0.01, description="top_p", **slider_sizes()),
-         "note": W.HTML(), "image": W.Image(format="png")}
+         "note": W.HTML(), "image": panel_image()}
     fig = new_figure(560)
     fig.subplots(2, 1)
     label = f"<i>{fast.label(*STEPS, width=None)}</i>"
