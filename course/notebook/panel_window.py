@@ -130,8 +130,8 @@ def verdict(plan, lang) -> str:
 
 
 def draw_window(fig, plan, lang) -> None:
-    """Top: sorted probabilities by rank (log axes): kept / in the window but removed / outside the window (no
-    window: kept / removed), each rank a step one rank wide; a line at W. Bottom: the cumulative mass top-p reads,
+    """Top: sorted probabilities by rank (log axes): kept / in the window but removed / outside the window (when
+    the exact route decides: kept / removed), each rank a step one rank wide; a line at W. Bottom: the cumulative mass top-p reads,
     the top_p line, the end of the kept prefix."""
     ax, ax_cum = fig.axes
     ax.clear()
@@ -139,7 +139,7 @@ def draw_window(fig, plan, lang) -> None:
     probs, n, width = plan["sorted_probs"].tolist(), plan["n_kept"], plan["width"]
     edge = width if width is not None else n
     shown = min(len(probs), max(4 * max(n, edge), 256))
-    if width is None:
+    if width is None or not plan["certain"]:                                          # the exact route decides
         spans = [(0, n, KEPT_COLOR, fig_text(lang, "入围", "kept")),
                  (n, shown, REMOVED_COLOR, fig_text(lang, "被删", "removed"))]
     else:
