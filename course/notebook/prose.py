@@ -20,7 +20,7 @@ CODE_MARK = re.compile(r"[_./(\[=<>0-9]")
 EDGE = "\"'`‘’“”,;:!?()[]{}<>·…-–—→*"
 LITERALS = frozenset("true false none inf nan".split())             # printed values, not words
 TERMS = frozenset("""token tokens logit logits batch batches seed seeds softmax cumsum argmax greedy top-k top-p
-    penalty temperature sampler generator multinomial topk mix step steps fp bf cpu cuda gpu ms""".split())
+    penalty temperature sampler generator multinomial topk mix step steps fp bf cpu cuda gpu ms certain""".split())
 
 
 def is_code(token: str) -> bool:
