@@ -6,7 +6,7 @@ otherwise the English label is used, so a figure never shows missing-glyph boxes
 Sizes are in pixels. JupyterLab shrinks an image wider than its output area to fit (max-width: 100 %), and the
 text shrinks with it. At a 1024 px window with the file browser open, the output area is 592 px wide; every figure
 is at most WIDTH_PX wide at DPI (inline figures and panel images alike), so it is drawn 1:1 there and at 1280 px,
-and its smallest font, FONT_PT at DPI, is 12.5 px on screen.
+and every text keeps at least MIN_FONT_PX on screen (tests/self/test_figures.py measures both).
 """
 import io
 import warnings
@@ -59,7 +59,8 @@ def figsize(height_px, width_px=WIDTH_PX) -> tuple:
 
 
 def new_figure(height_px, width_px=WIDTH_PX):
-    """A matplotlib Figure of width_px x height_px at DPI, constrained layout, FONT_PT ticks and legends."""
+    """A matplotlib Figure of width_px x height_px at DPI with constrained layout (its drawing code sets FONT_PT, or
+    larger, on ticks, labels and legends)."""
     from matplotlib.figure import Figure
     return Figure(figsize=figsize(height_px, width_px), dpi=DPI, layout="constrained")
 
