@@ -32,7 +32,10 @@ TARGET = ("q", SamplingParams(seed=7), 3)   # request q, seed 7, its logits row_
 
 
 def _peer_params(rng):
-    return SamplingParams(seed=rng.choice([None, 7, rng.randrange(100)]), temperature=rng.choice([0.7, 1.0, 1.3]))
+    """A peer's params: unseeded or a seed of its own (never q's, so a peer never looks like q's twin)."""
+    seed = rng.randrange(99)
+    seed += seed >= TARGET[1].seed                                          # 0..99 except q's seed
+    return SamplingParams(seed=rng.choice([None, seed]), temperature=rng.choice([0.7, 1.0, 1.3]))
 
 
 def peer_label(req_id, params) -> str:

@@ -1,9 +1,12 @@
 """Which P08 implementation the notebook shows: the learner's mine/p08_sampler.py, or the reference while
 mine is still a stub (with one note saying so)."""
+from pathlib import Path
+
 import torch
 
 from course.lang import pick
 from course.loader import load_module, relpath
+from course.notebook.text import LINE_COLUMNS, wrap
 from course.problems import get
 from course.sampling_params import SamplingParams
 
@@ -62,6 +65,11 @@ def choose_impl(use_reference: bool, lang: str = "zh", mine_path=None):
     """(module, note): the learner's mine/p08_sampler.py, or the reference while mine is a stub (the note says so)."""
     chosen = resolve_impl(use_reference, lang, mine_path)
     return chosen["module"], chosen["note"]
+
+
+def is_learners(module, problem="p08") -> bool:
+    """True when module is not the problem's reference: the learner's code ran (a notebook says "yours" only then)."""
+    return Path(module.__file__).resolve() != get(problem).path("solution").resolve()
 
 
 def impl_label(module, lang="zh") -> str:
@@ -162,14 +170,16 @@ class FastImpl:
     def stub_steps(self) -> list:
         return [s for s in FAST_STEPS if not self.yours(s)]
 
-    def label(self, *steps) -> str:
-        """One line: whose code ran these steps, e.g. 'code: window_topk from mine/p08_sampler_fast.py'."""
+    def label(self, *steps, width=LINE_COLUMNS) -> str:
+        """Whose code ran these steps, e.g. 'code: window_topk from mine/p08_sampler_fast.py', wrapped to width
+        columns for printing (width=None: one line, for a panel's HTML note)."""
         groups = {}
         for step in steps:
             groups.setdefault(self.mine_path if self.yours(step) else self.ref_path, []).append(step)
         parts = [pick(self.lang, f"{', '.join(names)} 来自 {path}", f"{', '.join(names)} from {path}")
                  for path, names in groups.items()]
-        return pick(self.lang, "代码：", "code: ") + " · ".join(parts)
+        line = pick(self.lang, "代码：", "code: ") + " · ".join(parts)
+        return wrap(line, width) if width else line
 
     @property
     def note(self) -> str:

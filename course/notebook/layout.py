@@ -36,12 +36,26 @@ PAGE_CSS = f"""
 """
 
 SLIDER_DESCRIPTION_WIDTH = "7.5em"      # the longest slider label, "top_k (-1 off)", fits
-SLIDER_WIDTH = "21em"
+ROW_WIDTH = "34em"                      # one control a row: 442 px of the 592 px output area at a 1024 px window
+TRACK_MIN_PX = 240                      # a slider's track at ROW_WIDTH, 249 px measured (top_k's -1..400: < 2 a pixel)
 
 
 def slider_sizes() -> dict:
-    """Keyword arguments for every slider: one description width and one total width, so the tracks line up."""
-    return {"style": {"description_width": SLIDER_DESCRIPTION_WIDTH}, "layout": W.Layout(width=SLIDER_WIDTH)}
+    """Keyword arguments for every slider: one description width and one total width, so the tracks line up, each
+    slider on its own row with a track of at least TRACK_MIN_PX."""
+    return {"style": {"description_width": SLIDER_DESCRIPTION_WIDTH}, "layout": W.Layout(width=ROW_WIDTH)}
+
+
+def panel_image() -> W.Image:
+    """A panel's picture at its own size: not stretched to the panel's width (blurred), shrunk only when the page
+    is narrower than the figure."""
+    return W.Image(format="png", layout=W.Layout(align_self="flex-start", max_width="100%", height="auto"))
+
+
+def row_sizes() -> dict:
+    """Keyword arguments for a dropdown or a text box: the label takes the width it needs, the box the rest of a
+    row as wide as a slider's, so an option's text is never cut."""
+    return {"style": {"description_width": "initial"}, "layout": W.Layout(width=ROW_WIDTH)}
 
 
 def stale_note(lang="zh") -> W.HTML:

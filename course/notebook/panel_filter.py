@@ -6,17 +6,16 @@ shows the code that runs: while mine/p08_sampler.py is a stub, it moves to the r
 """
 import ipywidgets as W
 import torch
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from course.notebook.impl_choice import impl_label, resolve_impl
 from course.lang import pick
-from course.notebook.layout import panel_box, slider_sizes
-from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
+from course.notebook.layout import panel_box, panel_image, row_sizes, slider_sizes
+from course.notebook.plotting import (BEFORE_COLOR, CROSS_COLOR, FONT_PT, KEPT_COLOR, REMOVED_COLOR, fig_text,
+                                      new_figure, render_png)
 from course.sampling_params import GREEDY_TEMPERATURE
 
 WORKED_PROBS = [0.5, 0.25, 0.15, 0.1]   # the seed page's worked example
-WIDE = {"description_width": "initial"}  # a dropdown's or text box's label is never cut
 
 
 def preset_rows() -> dict:
@@ -59,8 +58,8 @@ def filter_steps(module, row, temperature, top_k, top_p, penalty, prev_tokens) -
 
 
 def draw_filter(fig, steps, lang) -> None:
-    """Left: bars before/after (kept orange; removed hatched grey at their before-filter height).
-    Right: sorted cumulative curve, the top_p line (hidden when greedy or off), the crossing token."""
+    """Top: bars before/after (kept orange; removed hatched grey at their before-filter height), the legend above
+    the bars. Bottom: sorted cumulative curve, the top_p line (hidden when greedy or off), the crossing token."""
     ax_bars, ax_cum = fig.axes
     ax_bars.clear()
     ax_cum.clear()
@@ -73,30 +72,36 @@ def draw_filter(fig, steps, lang) -> None:
     removed = ax_bars.bar([i + 0.2 for i in removed_ids], [before_probs[i] for i in removed_ids], 0.4,
                           facecolor="none", edgecolor=REMOVED_COLOR, hatch="///", linewidth=1)
     ax_bars.set_xticks(range(vocab))
-    ax_bars.set_xlabel(fig_text(lang, "token id（词表顺序）", "token id (vocab order)"))
-    ax_bars.set_ylabel(fig_text(lang, "概率", "probability"))
-    ax_bars.set_ylim(0, max(max(before_probs), max(steps["probs_after"].tolist())) * 1.3)
+    ax_bars.set_xlabel(fig_text(lang, "token id（词表顺序）", "token id (vocab order)"), fontsize=FONT_PT)
+    ax_bars.set_ylabel(fig_text(lang, "概率", "probability"), fontsize=FONT_PT)
+    ax_bars.set_ylim(0, max(max(before_probs), max(steps["probs_after"].tolist())) * 1.08)
+    ax_bars.tick_params(labelsize=FONT_PT)
     ax_bars.set_title(fig_text(lang, f"入围 {sorted(kept)}", f"kept {sorted(kept)}") +
-                      (" · greedy = argmax" if steps["greedy"] else ""))
+                      (" · greedy = argmax" if steps["greedy"] else ""), fontsize=FONT_PT + 1, pad=26)
     ax_bars.legend(handles=[Patch(color=BEFORE_COLOR, alpha=0.35, label=fig_text(lang, "过滤前", "before filtering")),
                             Patch(color=KEPT_COLOR, label=fig_text(lang, "过滤后：入围", "after: kept")),
                             Patch(facecolor="none", edgecolor=REMOVED_COLOR, hatch="///",
                                   label=fig_text(lang, "被删（画过滤前的高度）", "removed (height before)"))],
-                   fontsize=9, loc="upper right", ncol=3)
+                   fontsize=FONT_PT, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False,
+                   borderaxespad=0.2, handlelength=1.5, columnspacing=1.2)
     cumulative = steps["cumulative"].tolist()
     (curve,) = ax_cum.plot(range(vocab), cumulative, "o-", color=BEFORE_COLOR,
                            label=fig_text(lang, "降序累计概率", "sorted cumulative"))
     line = ax_cum.axhline(top_p, color=CROSS_COLOR, ls="--", label=f"top_p = {top_p:.2f}")
     line.set_visible(not steps["greedy"] and 0 < top_p < 1)
     rank = steps["crossing"]
-    (marker,) = ax_cum.plot([] if rank is None else [rank], [] if rank is None else [cumulative[rank]], "s", ms=15,
+    (marker,) = ax_cum.plot([] if rank is None else [rank], [] if rank is None else [cumulative[rank]], "s", ms=13,
                             mfc="none", mec=CROSS_COLOR, mew=2, label=fig_text(lang, "越过阈值的 token（保留）",
                                                                               "crossing token (stays)"))
     ax_cum.axvspan(-0.5, len(kept) - 0.5, color=KEPT_COLOR, alpha=0.12)
     ax_cum.set_xticks(range(vocab), [str(int(t)) for t in steps["order"]])
-    ax_cum.set_xlabel(fig_text(lang, "token id（按概率降序）", "token id (by descending probability)"))
+    ax_cum.set_xlabel(fig_text(lang, "token id（按概率降序）", "token id (by descending probability)"), fontsize=FONT_PT)
+    ax_cum.set_ylabel(fig_text(lang, "累计概率", "cumulative"), fontsize=FONT_PT)
     ax_cum.set_ylim(0, 1.05)
-    ax_cum.legend(handles=[curve, marker] + ([line] if line.get_visible() else []), fontsize=9, loc="lower right")
+    ax_cum.set_xlim(-0.5, vocab - 0.5)
+    ax_cum.tick_params(labelsize=FONT_PT)
+    ax_cum.legend(handles=[curve, marker] + ([line] if line.get_visible() else []), fontsize=FONT_PT,
+                  loc="lower right")
     fig._p08_state = steps
     fig._p08_artists = {"before": before, "after": after, "removed": removed, "cumulative": curve, "top_p": line,
                         "crossing": marker}
@@ -114,20 +119,21 @@ def build_ui(lang="zh", use_reference=False, mine_path=None):
     w = {"row": W.Dropdown(options=[(pick(lang, "讲义例子 [0.5, 0.25, 0.15, 0.1]", "worked example [0.5, 0.25, 0.15, 0.1]"), "worked"),
                                     (pick(lang, "尖峰（Zipf 形）", "peaked (Zipf-like)"), "zipf"),
                                     (pick(lang, "平坦", "flat"), "flat"), (pick(lang, "自定义", "your own"), "custom")],
-                           value="worked", description=pick(lang, "logits 行", "row"), style=WIDE),
+                           value="worked", description=pick(lang, "logits 行", "row"), **row_sizes()),
          "custom": W.Text(value="2.0, 1.2, 0.8, 0.3, -0.5, -1.0", description=pick(lang, "自定义", "your own"),
-                          placeholder=pick(lang, "逗号分隔的 logits", "comma-separated logits"), style=WIDE),
-         "prev_tokens": W.Text(value="0", description=pick(lang, "历史 token", "prev tokens"), style=WIDE),
+                          placeholder=pick(lang, "逗号分隔的 logits", "comma-separated logits"), **row_sizes()),
+         "prev_tokens": W.Text(value="0", description=pick(lang, "历史 token", "prev tokens"), **row_sizes()),
          "temperature": W.FloatSlider(value=1.0, min=0.0, max=3.0, step=0.05, description="temperature", **slider_sizes()),
          "top_k": W.IntSlider(value=3, min=-1, max=4, description="top_k", **slider_sizes()),
          "top_p": W.FloatSlider(value=0.6, min=0.01, max=1.0, step=0.01, description="top_p", **slider_sizes()),
          "penalty": W.FloatSlider(value=1.0, min=0.5, max=3.0, step=0.05, description="penalty", **slider_sizes()),
-         "use_reference": W.ToggleButtons(options=[(pick(lang, "我的 mine/", "mine/"), False),
-                                                   (pick(lang, "参考解", "reference"), True)], value=bool(use_reference),
-                                          style={"button_width": "auto"}),
-         "note": W.HTML(), "image": W.Image(format="png")}
-    fig = Figure(figsize=(11, 3.8), layout="constrained")
-    fig.subplots(1, 2)
+         "use_reference": W.ToggleButtons(options=[(pick(lang, "我的代码 mine/", "my code mine/"), False),
+                                                   (pick(lang, "参考解 solutions/", "reference solutions/"), True)],
+                                          value=bool(use_reference), description=pick(lang, "用谁的代码", "whose code"),
+                                          style={"button_width": "auto", "description_width": "initial"}),
+         "note": W.HTML(), "image": panel_image()}
+    fig = new_figure(560)
+    fig.subplots(2, 1, height_ratios=[1.15, 1])
     impl = {}
     busy = [False]
 
@@ -170,8 +176,7 @@ def build_ui(lang="zh", use_reference=False, mine_path=None):
     for name in ("row", "custom", "prev_tokens", "temperature", "top_k", "top_p", "penalty"):
         w[name].observe(redraw, names="value")
     w["use_reference"].observe(load, names="value")
-    w["panel"] = panel_box([W.HBox([w["row"], w["custom"]]), W.HBox([w["temperature"], w["top_k"]]),
-                            W.HBox([w["top_p"], w["penalty"]]), W.HBox([w["prev_tokens"], w["use_reference"]]),
-                            w["note"], w["image"]], lang)
+    w["panel"] = panel_box([w["row"], w["custom"], w["temperature"], w["top_k"], w["top_p"], w["penalty"],
+                            w["prev_tokens"], w["use_reference"], w["note"], w["image"]], lang)
     load()
     return w, fig

@@ -10,17 +10,16 @@ build_window_panel() -> (widgets, figure); fig._p08_state holds the numbers the 
 """
 import ipywidgets as W
 import torch
-from matplotlib.figure import Figure
 
 from course.lang import pick
 from course.notebook.impl_choice import choose_fast_impl
-from course.notebook.layout import panel_box, slider_sizes
-from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text, render_png
+from course.notebook.layout import panel_box, panel_image, row_sizes, slider_sizes
+from course.notebook.plotting import (BEFORE_COLOR, CROSS_COLOR, FONT_PT, KEPT_COLOR, REMOVED_COLOR, fig_text,
+                                      new_figure, render_png)
 from course.sampling_params import SamplingParams
 
 VOCAB = 4096
 INF = float("inf")
-WIDE = {"description_width": "initial"}
 STEPS = ("route", "window_topk", "canonical_window", "row_total", "filter_window")
 
 
@@ -90,18 +89,22 @@ def window_plan(fast, row, temperature, top_k, top_p) -> dict:
             "window": fast.WINDOW, "window_k": fast.WINDOW_K}
 
 
+def tokens_en(n) -> str:
+    return f"{n} token" if n == 1 else f"{n} tokens"
+
+
 def verdict(plan, lang) -> str:
     """One line: the row's route and window, and whether the window decides or the exact route does."""
     n, width, reason = plan["n_kept"], plan["width"], plan["reason"]
     top_k = plan["params"]["top_k"]
     if plan["route"] == "plain":
         return pick(lang, f"不过滤（plain 路线）：按词表顺序在全部 {n} 个 token 上抽样，不需要窗口",
-                    f"no filter (the plain route): the row samples over all {n} tokens in vocab order, no window")
+                    f"no filter (the plain route): the row samples over all {tokens_en(n)} in vocab order, no window")
     if plan["route"] == "exact":
         return pick(lang, f"top_k = {top_k} > WINDOW_K = {plan['window_k']}：一开始就走精确路线（course/selection.py），"
                           f"不取窗口；保留 {n} 个 token",
                     f"top_k = {top_k} > WINDOW_K = {plan['window_k']}: the exact route from the start "
-                    f"(course/selection.py), no window; keeps {n} tokens")
+                    f"(course/selection.py), no window; keeps {tokens_en(n)}")
     if plan["route"] == "top_k":
         head = pick(lang, f"top_k 路线：一个窗口 W = top_k + 1 = {width} 列", f"top_k route: one window of W = top_k + 1 = {width} columns")
         rule = pick(lang, "第 k 大的值（第 {0} 列）{1:.4g} {2} 第 {3} 列的 {4:.4g}",
@@ -120,43 +123,51 @@ def verdict(plan, lang) -> str:
                           reason[2], reason[3])
     if plan["certain"]:
         return pick(lang, f"{head}；{why}：certain，窗口说了算，保留 {n} 个 token",
-                    f"{head}; {why}: certain, the window decides; keeps {n} tokens")
+                    f"{head}; {why}: certain, the window decides; keeps {tokens_en(n)}")
     return pick(lang, f"{head}；{why}：不 certain，保留集合可能延伸到窗口外 → 这一行走精确路线，保留 {n} 个 token",
                 f"{head}; {why}: not certain, the kept set may reach past the window -> the exact route; "
-                f"keeps {n} tokens")
+                f"keeps {tokens_en(n)}")
 
 
 def draw_window(fig, plan, lang) -> None:
-    """Left: sorted probabilities by rank (log axes): kept / in the window but removed / outside; a line at W.
-    Right: the cumulative mass top-p reads, the top_p line, the end of the kept prefix."""
+    """Top: sorted probabilities by rank (log axes): kept / in the window but removed / outside the window (when
+    the exact route decides: kept / removed), each rank a step one rank wide; a line at W. Bottom: the cumulative mass top-p reads,
+    the top_p line, the end of the kept prefix."""
     ax, ax_cum = fig.axes
     ax.clear()
     ax_cum.clear()
     probs, n, width = plan["sorted_probs"].tolist(), plan["n_kept"], plan["width"]
     edge = width if width is not None else n
     shown = min(len(probs), max(4 * max(n, edge), 256))
-    ranks = list(range(1, shown + 1))
-    spans = [(0, n, KEPT_COLOR, fig_text(lang, "入围（保留的前缀）", "kept prefix")),
-             (n, min(shown, max(n, edge)), BEFORE_COLOR, fig_text(lang, "窗口内、未入围", "in the window, removed")),
-             (max(n, edge), shown, REMOVED_COLOR, fig_text(lang, "窗口外", "outside the window"))]
+    if width is None or not plan["certain"]:                                          # the exact route decides
+        spans = [(0, n, KEPT_COLOR, fig_text(lang, "入围", "kept")),
+                 (n, shown, REMOVED_COLOR, fig_text(lang, "被删", "removed"))]
+    else:
+        spans = [(0, n, KEPT_COLOR, fig_text(lang, "入围（保留的前缀）", "kept prefix")),
+                 (n, min(shown, max(n, edge)), BEFORE_COLOR, fig_text(lang, "窗口内、被删", "in the window, removed")),
+                 (max(n, edge), shown, REMOVED_COLOR, fig_text(lang, "窗口外", "outside the window"))]
     for start, stop, color, label in spans:
-        if stop > start:
-            ax.fill_between(ranks[start:stop], probs[start:stop], step="mid", color=color, alpha=0.8, label=label)
+        if stop > start:                                                              # rank r spans r +- 0.5
+            ax.stairs(probs[start:stop], [r + 0.5 for r in range(start, stop + 1)], fill=True, color=color,
+                      alpha=0.85, label=label)
     lines = []
     if width is not None:
-        lines.append(ax.axvline(width, color="black", lw=1))
-        ax.text(width, 0.98, f" W={width}", transform=ax.get_xaxis_transform(), fontsize=10, va="top")
+        lines.append(ax.axvline(width + 0.5, color="black", lw=1))
+        ax.text(width + 0.5, 0.97, f" W = {width}", transform=ax.get_xaxis_transform(), fontsize=FONT_PT, va="top")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(fig_text(lang, "名次（按概率降序，对数轴）", "rank by probability (log scale)"))
-    ax.set_ylabel(fig_text(lang, "概率", "probability"))
+    ax.set_xlim(0.5, shown + 0.5)
+    ax.set_xlabel(fig_text(lang, "名次（按概率降序，对数轴）", "rank by probability (log scale)"), fontsize=FONT_PT)
+    ax.set_ylabel(fig_text(lang, "概率（对数轴）", "probability (log)"), fontsize=FONT_PT)
     titles = {"plain": ("不过滤：整行", "no filter: the whole row"),
               "exact": ("top_k > WINDOW_K：精确路线", "top_k > WINDOW_K: the exact route")}
     if plan["route"] in ("top_k", "top_p"):
         titles[plan["route"]] = ("certain：窗口说了算", "certain: the window decides") if plan["certain"] else \
             ("不 certain：精确路线", "not certain: the exact route")
-    ax.set_title(fig_text(lang, *titles[plan["route"]]), fontsize=11)
-    ax.legend(fontsize=9, loc="lower left")
+    ax.set_title(fig_text(lang, *titles[plan["route"]]), fontsize=FONT_PT + 1, pad=26)
+    ax.tick_params(labelsize=FONT_PT)
+    ax.legend(fontsize=FONT_PT, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False,
+              borderaxespad=0.2, handlelength=1.5, columnspacing=1.2)                 # above the bars, never on them
     cum = torch.cumsum(plan["after_k"], -1)[:shown].tolist()                          # what top-p reads
     ax_cum.plot(range(1, len(cum) + 1), cum, color=BEFORE_COLOR)
     top_p = plan["params"]["top_p"]
@@ -164,12 +175,16 @@ def draw_window(fig, plan, lang) -> None:
     line.set_visible(top_p < 1)
     ax_cum.axvline(n, color=KEPT_COLOR, lw=2, label=fig_text(lang, f"入围 {n} 个", f"{n} kept"))
     if width is not None:
-        ax_cum.axvline(width, color="black", lw=1)
+        ax_cum.axvline(width + 0.5, color="black", lw=1, label=f"W = {width}")
     ax_cum.set_xscale("log")
+    ax_cum.set_xlim(0.5, shown + 0.5)
     ax_cum.set_ylim(0, 1.05)
-    ax_cum.set_xlabel(fig_text(lang, "名次（对数轴）", "rank (log scale)"))
-    ax_cum.set_title(fig_text(lang, "top-k 之后的累计概率", "cumulative mass after top-k"), fontsize=11)
-    ax_cum.legend(fontsize=9, loc="lower right")
+    ax_cum.set_xlabel(fig_text(lang, "名次（对数轴）", "rank (log scale)"), fontsize=FONT_PT)
+    ax_cum.set_ylabel(fig_text(lang, "累计概率", "cumulative"), fontsize=FONT_PT)
+    ax_cum.set_title(fig_text(lang, "top-k 之后的累计概率", "cumulative mass after top-k"), fontsize=FONT_PT + 1)
+    ax_cum.tick_params(labelsize=FONT_PT)
+    ax_cum.legend(handles=[h for h in ax_cum.get_lines() if h.get_visible() and not h.get_label().startswith("_")],
+                  fontsize=FONT_PT, loc="lower right")
     fig._p08_state = plan
     fig._p08_artists = {"windows": lines, "top_p": line}
 
@@ -184,14 +199,14 @@ def build_window_panel(lang="zh", use_reference=False, mine_path=None):
                                     (pick(lang, "平坦", "flat"), "flat"),
                                     (pick(lang, "尖峰，舍入到 bf16（有并列）", "peaked, rounded to bf16 (ties)"), "bf16")],
                            value="peaked", description=pick(lang, f"logits 行（V = {VOCAB}）", f"row (V = {VOCAB})"),
-                           style=WIDE),
+                           **row_sizes()),
          "temperature": W.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.05, description="temperature", **slider_sizes()),
          "top_k": W.IntSlider(value=40, min=-1, max=400, description="top_k (-1 off)", **slider_sizes()),
          "top_p": W.FloatSlider(value=0.9, min=0.05, max=1.0, step=0.01, description="top_p", **slider_sizes()),
-         "note": W.HTML(), "image": W.Image(format="png")}
-    fig = Figure(figsize=(11, 3.8), layout="constrained")
-    fig.subplots(1, 2)
-    label = f"<i>{fast.label(*STEPS)}</i>"
+         "note": W.HTML(), "image": panel_image()}
+    fig = new_figure(560)
+    fig.subplots(2, 1)
+    label = f"<i>{fast.label(*STEPS, width=None)}</i>"
 
     def redraw(_=None):
         try:
@@ -204,7 +219,6 @@ def build_window_panel(lang="zh", use_reference=False, mine_path=None):
 
     for name in ("row", "temperature", "top_k", "top_p"):
         w[name].observe(redraw, names="value")
-    w["panel"] = panel_box([W.HBox([w["row"], w["temperature"]]), W.HBox([w["top_k"], w["top_p"]]), w["note"],
-                            w["image"]], lang)
+    w["panel"] = panel_box([w["row"], w["temperature"], w["top_k"], w["top_p"], w["note"], w["image"]], lang)
     redraw()
     return w, fig

@@ -9,9 +9,9 @@ dropped whole, and only the crossing bucket's tokens are ordered (z descending, 
 top_p_buckets gives one row's numbers (the hints' picture); bucket_select and draw_buckets are the notebook's §7.
 """
 import torch
-from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
-from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, KEPT_COLOR, REMOVED_COLOR, fig_text
+from course.notebook.plotting import BEFORE_COLOR, CROSS_COLOR, FONT_PT, KEPT_COLOR, REMOVED_COLOR, fig_text, new_figure
 from course.selection import BUCKET_SHIFT, bucket_cumsum, exact_rows, select_crossing, weights_and_buckets
 
 
@@ -28,39 +28,45 @@ def bucket_select(row, top_p, temperature=1.0) -> dict:
 def draw_buckets(sel, lang="zh"):
     """The non-empty buckets from the most likely down (ticks: a bucket's lower edge as a probability): each
     bucket's share of the mass (log y), kept whole / the crossing bucket / dropped whole; the mass from the top
-    bucket down (right axis) and top_p."""
+    bucket down (right axis) and top_p. The legend sits above the bars."""
     c = sel["crossing"]
     n = min(len(sel["mass"]), 2 * c + 12)                                        # the crossing bucket mid-picture
     mass = sel["mass"][:n]
     reached = [b + m for b, m in zip(sel["before"][:n], mass)]                    # mass from the top, this included
-    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    fig = new_figure(420)
     ax = fig.subplots()
     colors = [KEPT_COLOR if b < c else CROSS_COLOR if b == c else REMOVED_COLOR for b in range(n)]
     bars = ax.bar(range(n), mass, width=1.0, color=colors, linewidth=0)
     ax.axvline(c, color=CROSS_COLOR, lw=1.5)
-    ax.annotate(fig_text(lang, f"越线桶：{sel['tokens'][c]} 个 token，只排它们", f"crossing bucket: {sel['tokens'][c]} "
-                         f"token(s), the only ones ordered"), (c, (max(mass) * min(mass)) ** 0.5), xytext=(6, 0),
-                textcoords="offset points", color=CROSS_COLOR, fontsize=10)
+    ax.annotate(fig_text(lang, f"越线桶：{sel['tokens'][c]} 个 token，\n只排它们",
+                         f"crossing bucket: {sel['tokens'][c]} token(s),\nthe only ones ordered"),
+                (c, (max(mass) * min(mass)) ** 0.5), xytext=(6, 0), textcoords="offset points", color=CROSS_COLOR,
+                fontsize=FONT_PT, va="center")
     ax.set_yscale("log")
-    ticks = sorted({0, c, *range(0, n, max(n // 5, 1))})
-    ticks = [t for t in ticks if t == c or abs(t - c) > n // 12]
+    ticks = sorted({0, c, *range(0, n, max(n // 4, 1))})
+    ticks = [t for t in ticks if t == c or abs(t - c) > n // 8]
     ax.set_xticks(ticks, [f"{sel['low'][t]:.1e}" for t in ticks])
     ax.set_xlim(-0.5, n - 0.5)
-    ax.set_xlabel(fig_text(lang, "非空的桶，概率从大到小（刻度 = 桶的下沿概率；一个桶 = 指数位 + 7 位尾数）",
-                           "non-empty buckets, most likely first (ticks: a bucket's lower edge as a probability; "
-                           "a bucket = exponent + 7 mantissa bits)"))
-    ax.set_ylabel(fig_text(lang, "桶的质量占比（对数轴）", "the bucket's share (log scale)"))
+    ax.tick_params(labelsize=FONT_PT)
+    ax.set_xlabel(fig_text(lang, "非空的桶，概率从大到小\n（刻度 = 桶的下沿概率；一个桶 = 指数位 + 7 位尾数）",
+                           "non-empty buckets, most likely first\n(ticks: a bucket's lower edge as a probability; "
+                           "a bucket = exponent + 7 mantissa bits)"), fontsize=FONT_PT)
+    ax.set_ylabel(fig_text(lang, "桶的质量占比（对数轴）", "the bucket's share (log)"), fontsize=FONT_PT)
     twin = ax.twinx()
     (line,) = twin.step(range(n), reached, where="mid", color=BEFORE_COLOR,
                         label=fig_text(lang, "从最上面的桶累计的质量", "mass from the top bucket down"))
-    twin.axhline(sel["top_p"], color=CROSS_COLOR, ls="--", label=f"top_p = {sel['top_p']:.2f}")
+    cut = twin.axhline(sel["top_p"], color=CROSS_COLOR, ls="--", label=f"top_p = {sel['top_p']:.2f}")
     twin.set_ylim(0, 1.05)
-    twin.set_ylabel(fig_text(lang, "累计质量", "cumulative mass"))
-    twin.legend(fontsize=9, loc="lower right")
-    ax.set_title(fig_text(lang, f"{len(sel['mass'])} 个非空桶：越线桶之上整桶保留（橙），之下整桶删除（灰）；"
-                                f"V = {sel['vocab']} 中保留 {sel['kept']} 个",
-                          f"{len(sel['mass'])} non-empty buckets: above the crossing one kept whole (orange), below "
-                          f"dropped whole (grey); {sel['kept']} of V = {sel['vocab']} kept"), fontsize=11)
+    twin.set_ylabel(fig_text(lang, "累计质量", "cumulative mass"), fontsize=FONT_PT)
+    twin.tick_params(labelsize=FONT_PT)
+    handles = [Patch(color=KEPT_COLOR, label=fig_text(lang, "整桶保留", "kept whole")),
+               Patch(color=CROSS_COLOR, label=fig_text(lang, "越线桶", "crossing bucket")),
+               Patch(color=REMOVED_COLOR, label=fig_text(lang, "整桶删除", "dropped whole")), line, cut]
+    ax.legend(handles=handles, fontsize=FONT_PT, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3,
+              frameon=False, borderaxespad=0.2, handlelength=1.5, columnspacing=1.2)
+    ax.set_title(fig_text(lang, f"{len(sel['mass'])} 个非空桶；V = {sel['vocab']} 中保留 {sel['kept']} 个",
+                          f"{len(sel['mass'])} non-empty buckets; {sel['kept']} of V = {sel['vocab']} kept"),
+                 fontsize=FONT_PT + 1, pad=44)
     fig._p08_state = dict(sel, shown=n, reached=reached)
     fig._p08_artists = {"bars": bars, "cumulative": line}
     return fig

@@ -1,12 +1,15 @@
 """A real-browser smoke test: JupyterLab on 127.0.0.1, headless Chromium driven by Playwright, 1024 px wide.
 
-Both notebooks (the sampler in Chinese, the fast path in English) run all their cells; a slider moves, the
+The notebooks (the sampler in Chinese, the fast path in both languages) run all their cells; a slider moves, the
 re-run and hint buttons are clicked, the plots must change, and the browser console must stay free of
-errors. The page is checked at that width: printed output never breaks inside a token, benchmark cells stay on
-one line, slider tracks have one length and their labels are whole. The mine/ toggle stays on the reference
-while mine/ is a stub. Saving leaves `git status` clean (the save hook, course/notebook/save_hook.py, enabled
-as notebook_setup does); a restarted kernel, then a reload, leave the panels on screen (the widget-state
-setting) each saying it is not live, until the notebook runs again; a real source edit then shows as modified.
+errors. The page is checked at that width: printed output never breaks inside a token and never scrolls
+sideways, no figure is resized (shrunk, its text would shrink with it; stretched, it blurs), benchmark cells stay
+on one line, slider tracks have one length and room to move, and labels and picker options are whole. What a
+Chinese notebook prints is Chinese: at most 20 % English-prose lines, counted by course/notebook/prose.py (the same
+count test_notebooks.py makes on the executed notebooks). The mine/ toggle stays on the reference while mine/ is a stub.
+Saving leaves `git status` clean (the save hook, course/notebook/save_hook.py, enabled as notebook_setup does);
+a restarted kernel, then a reload, leave the panels on screen (the widget-state setting) each saying it is not
+live, until the notebook runs again; a real source edit then shows as modified.
 Needs Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and `pip install playwright`; skipped, naming
 what is missing, otherwise. The notebooks run on copies in a temporary git repo: the course repo stays clean.
 Screenshots go to $COURSE_SCREENSHOTS when set.
@@ -24,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from course.notebook import notebook_setup
+from course.notebook import notebook_setup, prose
+from course.notebook.layout import TRACK_MIN_PX
 from course.problems import ROOT
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -41,6 +45,7 @@ missing = [what for what, ok in (("playwright (pip install playwright)", sync_pl
 pytestmark = pytest.mark.skipif(bool(missing), reason="browser test needs " + " and ".join(missing))
 RUN_TIMEOUT_MS = 240_000
 WIDTH = 1024                     # a small laptop: where tables wrapped and printed numbers broke
+WIDE = 1280                      # a screenshot at a common laptop width too
 
 
 def git(work, *args):
@@ -119,11 +124,12 @@ def browser():
         b.close()
 
 
-def shot(page, name):
+def shot(page, name, element=None):
+    """A screenshot at the page's width (1024 px) into $COURSE_SCREENSHOTS; of one element when given."""
     folder = os.environ.get("COURSE_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=False)
+        (element or page).screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
 def open_notebook(browser, base, token, path, errors):
@@ -184,7 +190,8 @@ def wait_changed(page, panel, before):
 # One pass over the page at WIDTH: what the learners reported, measured in the browser.
 LAYOUT_JS = r"""() => {
     const px = v => parseFloat(v);
-    const out = {breaking: [], wrapped: [], split_code: [], tall_cells: [], tracks: [], cut_labels: []};
+    const out = {breaking: [], wrapped: [], split_code: [], tall_cells: [], tracks: [], cut_labels: [], scrolling: [],
+                 shrunk: [], cut_options: []};
     for (const el of document.querySelectorAll('.jp-OutputArea-output, .jp-OutputArea-output *')) {
         const css = getComputedStyle(el);
         if (css.wordBreak === 'break-all' || css.overflowWrap === 'anywhere' ||
@@ -195,6 +202,19 @@ LAYOUT_JS = r"""() => {
         const lines = pre.textContent.replace(/\n$/, '').split('\n').length;
         const rendered = Math.round(pre.scrollHeight / px(getComputedStyle(pre).lineHeight));
         if (rendered > lines) out.wrapped.push(pre.textContent.slice(0, 80) + ` (${lines} lines drawn on ${rendered})`);
+    }
+    for (const pre of document.querySelectorAll(".jp-OutputArea-output[data-mime-type$='stdout'] pre"))
+        if (pre.scrollWidth > pre.clientWidth + 1)            // printed lines; a hint's code block may scroll
+            out.scrolling.push(pre.textContent.split('\n').reduce((a, b) => b.length > a.length ? b : a));
+    for (const img of document.querySelectorAll('.jp-OutputArea-output img'))
+        if (img.naturalWidth && Math.abs(img.getBoundingClientRect().width - img.naturalWidth) > 1)
+            out.shrunk.push(`${img.naturalWidth} px shown at ${Math.round(img.getBoundingClientRect().width)} px`);
+    const ctx = document.createElement('canvas').getContext('2d');
+    for (const select of document.querySelectorAll('.jp-OutputArea-output select')) {
+        ctx.font = getComputedStyle(select).font;
+        const room = select.clientWidth - 28;                           // the arrow and the padding
+        for (const option of select.options)
+            if (ctx.measureText(option.text).width > room) out.cut_options.push(option.text);
     }
     for (const code of document.querySelectorAll('.jp-RenderedHTMLCommon :not(pre) > code'))
         if (new Set([...code.getClientRects()].map(r => Math.round(r.top))).size > 1)
@@ -213,15 +233,20 @@ LAYOUT_JS = r"""() => {
 
 
 def assert_layout(page):
-    """No output breaks inside a token, printed lines never wrap, inline code is never split, table cells hold
-    one line, slider tracks have one length and their labels are whole."""
+    """No output breaks inside a token, printed lines never wrap nor scroll sideways, no figure is resized, inline
+    code is never split, table cells hold one line, slider tracks have one length (room to move) and their labels
+    are whole, a picker's options fit it."""
     layout = page.evaluate(LAYOUT_JS)
     assert not layout["breaking"], layout["breaking"]
     assert not layout["wrapped"], layout["wrapped"]
+    assert not layout["scrolling"], layout["scrolling"]
+    assert not layout["cut_options"], layout["cut_options"]
+    assert min(layout["tracks"]) >= TRACK_MIN_PX, layout["tracks"]
     assert not layout["split_code"], layout["split_code"]
     assert not layout["tall_cells"], layout["tall_cells"]
     assert layout["tracks"] and max(layout["tracks"]) - min(layout["tracks"]) <= 1, layout["tracks"]
     assert not layout["cut_labels"], layout["cut_labels"]
+    assert not layout["shrunk"], layout["shrunk"]
     return layout
 
 
@@ -257,11 +282,30 @@ def save(page):
     page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
 
 
+def assert_chinese_prose(page):
+    """What the notebook printed (its stdout) is Chinese: at most MAX_ENGLISH_SHARE English-prose lines."""
+    streams = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']")
+    lines = [line for text in streams.all_inner_texts() for line in prose.printed_lines(text)]
+    english, counted, share = prose.english_share(lines)
+    assert len(counted) > 20 and share <= prose.MAX_ENGLISH_SHARE, (f"{share:.0%} English", english)
+
+
+def shot_wide(page, name, element):
+    """The element again at WIDE px (then back to WIDTH)."""
+    page.set_viewport_size({"width": WIDE, "height": 900})
+    page.wait_for_timeout(500)
+    element.scroll_into_view_if_needed()
+    shot(page, name, element)
+    page.set_viewport_size({"width": WIDTH, "height": 900})
+    page.wait_for_timeout(500)
+
+
 def test_sampler_notebook_in_chinese(lab, browser):
     base, token, work = lab
     errors = []
     page = open_notebook(browser, base, token, "notebooks/p08_sampler.ipynb", errors)
     run_all(page)
+    assert_chinese_prose(page)
     panels = page.locator(".widget-vbox:has(.widget-image)")
     stale = page.locator(".p08-stale")
     assert stale.count() >= 3 and visible_stale_notes(page) == 0        # filter, invariance, hints: all live
@@ -272,16 +316,17 @@ def test_sampler_notebook_in_chinese(lab, browser):
     wait_changed(page, filter_panel, before)
     # the toggle shows the code that runs: mine/ is a stub, so it stays on the reference and says why
     toggle = filter_panel.locator(".widget-toggle-buttons")
-    assert toggle.locator(".mod-active").inner_text() == "参考解"
+    assert toggle.locator(".mod-active").inner_text() == "参考解 solutions/"
     assert "还是桩代码" in filter_panel.locator(".widget-html").nth(1).inner_text()
-    toggle.locator("button:has-text('我的 mine/')").click()        # the kernel moves it back
+    toggle.locator("button:has-text('我的代码 mine/')").click()    # the kernel moves it back
     page.wait_for_timeout(300)
     for _ in range(100):
-        if toggle.locator(".mod-active").inner_text() == "参考解":
+        if toggle.locator(".mod-active").inner_text() == "参考解 solutions/":
             break
         page.wait_for_timeout(100)
-    assert toggle.locator(".mod-active").inner_text() == "参考解"
-    shot(page, "p08_sampler_zh_panel1")
+    assert toggle.locator(".mod-active").inner_text() == "参考解 solutions/"
+    shot(page, "p08_sampler_zh_panel1", filter_panel)
+    shot_wide(page, "p08_sampler_zh_panel1_1280", filter_panel)
     again = page.locator("button:has-text('换一批同伴再跑一次')")
     invariance = panels.filter(has=again).first
     note = invariance.locator(".widget-html:not(.p08-stale)").first
@@ -290,11 +335,14 @@ def test_sampler_notebook_in_chinese(lab, browser):
     wait_changed(page, invariance, before)
     second_run = note.inner_text()
     assert "第 2 次运行" in second_run != first_run
-    peers = [[line.split("同伴")[-1] for line in text.splitlines() if line.startswith("mix ")]
+    peers = [[line.split("同伴")[-1] for line in text.splitlines() if line.startswith("混合 ")]
              for text in (first_run, second_run)]
     assert len(peers[0]) == 3 and not set(peers[0]) & set(peers[1]), peers     # new peers on every run
     invariance.scroll_into_view_if_needed()
-    shot(page, "p08_sampler_zh_panel2")
+    shot(page, "p08_sampler_zh_panel2", invariance)
+    for i, cell in enumerate(page.locator(".jp-CodeCell .jp-OutputArea:has(img)").all()):
+        cell.scroll_into_view_if_needed()                               # the intro figure and the histogram
+        shot(page, f"p08_sampler_zh_figure{i}", cell)
     page.locator("button:has-text('提示 L1')").click()
     page.wait_for_function("document.body.innerText.includes('关键问题') || document.body.innerText.includes('例')")
     page.locator("button:has-text('提示 L3')").click()
@@ -304,7 +352,7 @@ def test_sampler_notebook_in_chinese(lab, browser):
     confirm.wait_for(state="hidden")
     shot(page, "p08_sampler_zh_hints")
     assert_layout(page)
-    page.locator(".jp-OutputArea-output pre:has-text('cumsum around rank')").first.scroll_into_view_if_needed()
+    page.locator(".jp-OutputArea-output pre:has-text('bf16:')").first.scroll_into_view_if_needed()
     shot(page, "p08_sampler_zh_printed")
     assert not errors, errors
     # save: only outputs and widget state changed, so git status stays clean (the save hook)
@@ -389,4 +437,35 @@ def test_fast_path_notebook_in_english(lab, browser):
     save(page)
     assert '"output_type": "display_data"' in (work / "notebooks/en/p08_fast_path.ipynb").read_text(encoding="utf-8")
     assert status(work, "notebooks/en/p08_fast_path.ipynb") == "", git(work, "diff")
+    page.close()
+
+
+def test_fast_path_notebook_in_chinese(lab, browser):
+    """The Chinese fast-path notebook prints Chinese and fits the page; its window panel and the bucket figure are
+    screenshot at 1024 and 1280 px."""
+    base, token, work = lab
+    errors = []
+    page = open_notebook(browser, base, token, "notebooks/p08_fast_path.ipynb", errors)
+    run_all(page)
+    assert_chinese_prose(page)
+    top_k_label = page.locator("label:text-is('top_k (-1 off)')")
+    panel = page.locator(".widget-vbox:has(.widget-image)").filter(has=top_k_label).first
+    panel.scroll_into_view_if_needed()
+    note = panel.locator(".widget-html:not(.p08-stale)").first
+    assert "certain，窗口说了算" in note.inner_text()
+    before = image_of(panel)
+    panel.locator("select").select_option(label="尖峰，舍入到 bf16（有并列）")
+    wait_changed(page, panel, before)
+    before = image_of(panel)
+    set_slider(page, panel, "top_k (-1 off)", 60)
+    wait_changed(page, panel, before)
+    assert "不 certain" in note.inner_text()
+    shot(page, "p08_fast_zh_window_panel", panel)
+    shot_wide(page, "p08_fast_zh_window_panel_1280", panel)
+    buckets = page.locator(".jp-CodeCell .jp-OutputArea:has(img)").filter(has_text="个非空桶").first
+    buckets.scroll_into_view_if_needed()
+    shot(page, "p08_fast_zh_buckets", buckets)
+    shot_wide(page, "p08_fast_zh_buckets_1280", buckets)
+    assert not errors, errors
+    assert_layout(page)
     page.close()

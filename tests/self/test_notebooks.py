@@ -16,7 +16,7 @@ from matplotlib.colors import to_rgba  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
 from course import hints, oracle, problems  # noqa: E402
-from course.notebook import nbstrip, panel_invariance  # noqa: E402
+from course.notebook import nbstrip, panel_invariance, prose, text  # noqa: E402
 from course.notebook import widgets as cw  # noqa: E402
 from course.loader import load_module  # noqa: E402
 from course.sampling_params import SamplingParams  # noqa: E402
@@ -77,9 +77,9 @@ def test_fast_notebook_follows_the_stubs_steps_by_name_and_never_widens(lang):
     assert "fast = cw.choose_fast_impl(USE_REFERENCE, LANG)" in text and "fast.label(" in text
 
 
-# Each problem runs once, in one language per problem (the code cells are the same in both, see
-# test_notebook_sources.py); the sampler in Chinese, the fast path in English.
-@pytest.mark.parametrize("notebook", ["p08-zh", "p08-fast-en"])
+# Every notebook runs, in both languages: the code cells are the same (test_notebook_sources.py), but what they
+# print is chosen by LANG, and each language's lines are checked.
+@pytest.mark.parametrize("notebook", list(ALL_NOTEBOOKS))
 def test_notebook_runs_top_to_bottom_headless(notebook, tmp_path, monkeypatch):
     path = ALL_NOTEBOOKS[notebook]
     committed = path.read_text(encoding="utf-8")
@@ -95,11 +95,54 @@ def test_notebook_runs_top_to_bottom_headless(notebook, tmp_path, monkeypatch):
     noisy = [o.text for o in outputs if o.output_type == "stream" and LONG_FLOAT.search(o.text)]
     assert not noisy, f"unrounded floats printed: {noisy}"
     assert not [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
+    lines = [line for line in prose.notebook_printed_lines(nb) if str(ROOT_DIR) not in line]   # the root varies
+    assert_prints_its_language(notebook, lines)
+    wide = [line for line in lines if text.columns(line) > text.LINE_COLUMNS]
+    assert not wide, f"lines wider than the page at a 1024 px window ({text.LINE_COLUMNS} columns): {wide}"
+    printed = "\n".join(lines)
     if notebook.startswith("p08-fast"):                                # says whose code ran: the stub's steps
-        printed = "".join(o.text for o in outputs if o.output_type == "stream")
-        assert "is still a stub" in printed and "code: penalized_fp32 from solutions/p08_sampler_fast.py" in printed
+        assert ("is still a stub" in printed and "code: penalized_fp32 from solutions/p08_sampler_fast.py" in printed) \
+            if notebook.endswith("en") else \
+            ("还是桩代码" in printed and "代码：penalized_fp32 来自 solutions/p08_sampler_fast.py" in printed)
+    else:                                                              # the stub ran nothing: §5 never says "yours"
+        assert not re.search(r"your apply_top_p|你的 apply_top_p", printed), printed
+        assert ("the reference" if notebook.endswith("en") else "参考解") in printed
     # what git sees after a run and a save (the nbstrip clean filter): the committed file, byte for byte
     assert nbstrip.strip_text(nbformat.writes(nb)) == committed
+
+
+def assert_prints_its_language(notebook, lines):
+    """Chinese: at most MAX_ENGLISH_SHARE English-prose lines (course/notebook/prose.py); English: no Chinese."""
+    english, _, share = prose.english_share(lines)
+    if notebook.endswith("-zh"):
+        assert share <= prose.MAX_ENGLISH_SHARE, f"{share:.0%} of the printed lines are English prose: {english}"
+    else:
+        assert not [line for line in lines if prose.CJK.search(line)], lines
+        assert share >= 0.3, f"only {share:.0%} of the English notebook's lines read as English"
+
+
+def test_english_prose_lines_are_told_from_numbers_code_and_chinese():
+    english = ["caller's tensor untouched: [3.0, -1.0, 0.5, -0.2]", "both tied tokens stay",
+               "shared (WRONG)  alone [0, 5]  mixed [0, 4]  -> DIFFERENT", "expected removed-token draws: about 56",
+               "row 3 alone == in the batch == padded: True True", "kept columns [2] · total [1.5]"]
+    not_english = ["logits (2, 1000) torch.bfloat16 -> row (1000,) torch.float32", "greedy: argmax(row) = 0",
+                   "row / 0.0 = [inf, -inf, inf, nan]", "Routes(greedy=[1], top_k=[0], top_p=[2], plain=[3])",
+                   "  torch.sum:  [True, True, False, True]", "top_p = 0.9：fp32 保留 119 个 token，bf16 却保留 113 个",
+                   "FastSampler.filtered_probs (4, 6)", "WINDOW = 64 · WINDOW_K = 256 · CHUNK = 64",
+                   " tensor([[0.0000, 0.6667, 0.0000]])", "代码：penalized_fp32 来自 solutions/p08_sampler_fast.py",
+                   "B =  4: 快速路径      182 个 op，1 次同步，1 次上传", "top_k = 300, V = 100 (top_k >= V)"]
+    assert [line for line in english if not prose.is_english_prose(line)] == []
+    assert [line for line in not_english if prose.is_english_prose(line)] == []
+    assert prose.english_share(english + not_english + ["", "  "])[1:] == (english + not_english, 0.3333333333333333)
+
+
+def test_wrap_breaks_long_lines_by_display_width():
+    line = "mine/p08_sampler.py 还是桩代码（未实现：apply_repetition_penalty, apply_top_k），下面展示的是参考解 " * 2
+    wrapped = text.wrap(line, 40).split("\n")
+    assert len(wrapped) > 1 and max(map(text.columns, wrapped)) <= 40
+    assert "".join(w.strip() for w in wrapped).replace(" ", "") == line.replace(" ", "")
+    assert text.columns("参考解 ab") == 9 and text.pad("概率", 6) == "概率  "
+    assert text.wrap("short") == "short" and text.in_language("en")("中", "en") == "en"
 
 
 # ---- (b) the slider panel, without a kernel -----------------------------------------------------
@@ -220,6 +263,9 @@ def test_panel_toggle_moves_to_the_reference_while_mine_is_a_stub_and_says_why()
     assert zh["use_reference"].value is True and "还是桩代码" in zh["note"].value and "切到了参考解" in zh["note"].value
     chosen, _ = cw.build_ui(lang="en", use_reference=True)       # the reference on purpose: no reason given
     assert chosen["use_reference"].value is True and "stub" not in chosen["note"].value
+    assert [label for label, _ in zh["use_reference"].options] == ["我的代码 mine/", "参考解 solutions/"]
+    assert [label for label, _ in w["use_reference"].options] == ["my code mine/", "reference solutions/"]
+    assert w["use_reference"].description == "whose code"
 
 
 def test_panel_toggle_runs_the_learners_code_once_it_is_done(tmp_path):
@@ -286,6 +332,7 @@ def test_choose_impl_shows_the_learners_own_code_bugs_included(tmp_path):
     done = write_variant(tmp_path, "finished")
     module, note = cw.choose_impl(False, "en", mine_path=done)
     assert module.__file__ == str(done) and "your implementation" in note
+    assert cw.is_learners(module) and not cw.is_learners(cw.choose_impl(False, "en")[0])   # the stub: reference
     buggy = write_variant(tmp_path, "cumsum_bug", "torch.cumsum(probs, dim=-1) - probs", "torch.cumsum(probs, dim=-1)")
     module, _ = cw.choose_impl(False, "en", mine_path=buggy)
     steps = cw.filter_steps(module, cw.preset_rows()["worked"], 1.0, -1, 0.7, 1.0, [])
@@ -345,6 +392,7 @@ def test_invariance_panel_peers_carry_their_params_and_change_every_run():
         runs.append([tuple(r["peers"]) for r in fig._p08_state["right"]["mixed"]])
         w["again"].click()
     assert all(p.count("(seed ") == 1 and ", T " in p for run in runs for mix in run for p in mix)
+    assert not [p for run in runs for mix in run for p in mix if "(seed 7," in p]   # q's own seed is q's alone
     assert len({mix for run in runs for mix in run}) == 9                    # nine mixes, nine peer lists
     assert panel_invariance.mix_seeds(1, 3) == [0, 1, 2] and panel_invariance.mix_seeds(2, 3) == [3, 4, 5]
 

@@ -65,14 +65,14 @@ def test_certainty_is_judged_by_the_row_alone():
 def test_window_panel_redraws_on_each_slider_and_names_the_outcome():
     w, fig = cw.build_window_panel("en")
     assert "top_k route" in w["note"].value and "certain, the window decides" in w["note"].value
-    assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [41]
+    assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [41.5]   # after rank W's step
     assert "code: route, window_topk, canonical_window, row_total, filter_window from solutions/p08_sampler_fast.py" \
         in w["note"].value                                   # mine/ is still a stub: the reference ran, and says so
     first = w["image"].value
     w["row"].value, w["top_k"].value = "heavy", -1
     assert "top_p route" in w["note"].value and "not certain" in w["note"].value and "exact route" in w["note"].value
     assert w["image"].value != first and not fig._p08_state["certain"]
-    assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [64]
+    assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [64.5]
     w["row"].value, w["top_k"].value = "bf16", 60
     assert "column 59" in w["note"].value and "not certain" in w["note"].value
     w["top_k"].value = 300
@@ -82,6 +82,30 @@ def test_window_panel_redraws_on_each_slider_and_names_the_outcome():
     assert fig._p08_state["kept_ids"] == list(range(len(cw.window_rows()["flat"])))
     for text in (w["note"].value, *[t.get_text() for t in fig.findobj(matplotlib.text.Text)]):
         assert not re.search(r"widen|fall(s)? back|full sort|GROW|SORT_FRACTION", text, re.I), text
+
+
+def legend_texts(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_window_panel_says_what_it_draws():
+    """One kept token: "keeps 1 token", drawn one rank wide (rank 1 spans 0.5..1.5), not a hairline; with no
+    window the legend names no window; every control takes its own row, the top_k slider with a long track."""
+    w, fig = cw.build_window_panel("en")
+    w["row"].value, w["top_k"].value = "flat", 1
+    assert "keeps 1 token" in w["note"].value and "1 tokens" not in w["note"].value
+    kept = fig.axes[0].patches[0]
+    assert kept.get_label() == "kept prefix" and list(kept.get_data().edges) == [0.5, 1.5]
+    assert legend_texts(fig.axes[0]) == ["kept prefix", "in the window, removed", "outside the window"]
+    for top_k, top_p in ((300, 0.9), (-1, 1.0)):                  # the exact route, the plain route: no window
+        w["top_k"].value, w["top_p"].value = top_k, top_p
+        assert fig._p08_state["width"] is None
+        assert "outside the window" not in legend_texts(fig.axes[0]) and legend_texts(fig.axes[0])[0] == "kept"
+    assert all(w[name].layout.width == w["row"].layout.width for name in ("temperature", "top_k", "top_p"))
+    assert w["row"].style.description_width == "initial"
+    zh, _ = cw.build_window_panel("zh")
+    zh["row"].value, zh["top_k"].value = "flat", 1
+    assert "保留 1 个 token" in zh["note"].value
 
 
 def test_window_panel_runs_the_learners_steps_once_they_run(tmp_path):

@@ -1,0 +1,49 @@
+"""Printed lines in the notebook's language, short enough for the page.
+
+A notebook's code cells are shared by its Chinese and English versions; its first cell sets LANG and
+`t = cw.in_language(LANG)`, and every printed line goes through t(zh, en). Numbers and code identifiers are the
+same in both. At a 1024 px window JupyterLab's output area holds LINE_COLUMNS columns of its monospace font (a
+Chinese character takes two); wrap() breaks a longer line there instead of letting it scroll sideways.
+"""
+import unicodedata
+
+from course.lang import pick
+
+LINE_COLUMNS = 74          # 592 px of output at 13 px monospace (7.8 px a column, 15.6 a Chinese character)
+
+
+def in_language(lang):
+    """t(zh, en) -> the text for lang: `t = cw.in_language(LANG)` in a notebook's first cell."""
+    def t(zh, en):
+        return pick(lang, zh, en)
+    return t
+
+
+def columns(text: str) -> int:
+    """The width of text in monospace columns: a wide (Chinese, full-width) character takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def pad(text: str, width: int) -> str:
+    """text padded with spaces to `width` columns (a Chinese label lines up with an English one)."""
+    return text + " " * max(0, width - columns(text))
+
+
+def wrap(text: str, width: int = LINE_COLUMNS, indent: str = "  ") -> str:
+    """Each line of text broken to at most `width` columns: at the last space, or after a Chinese character or
+    punctuation mark, before the limit; the continuation lines are indented."""
+    out = []
+    for line in text.split("\n"):
+        while columns(line) > width:
+            cut, used = 0, 0
+            for i, ch in enumerate(line):
+                used += columns(ch)
+                if used > width:
+                    break
+                if ch == " " or columns(ch) == 2:
+                    cut = i + 1
+            cut = cut or i
+            out.append(line[:cut].rstrip())
+            line = indent + line[cut:].lstrip()
+        out.append(line)
+    return "\n".join(out)
