@@ -6,6 +6,7 @@ import torch
 
 from course.grader.checks import Fail, check
 from tests.p08.context import params_text
+from tests.p08_fast.causes import penalty_line
 from tests.p08_fast.checks_fast import fast_probs
 from tests.p08_fast.probes import peers, placed, probe_rows
 
@@ -77,7 +78,7 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
                            f"this peer moved the row to another route (alone: {routes[0]}, here: {routes[1]}): a row's route "
                            f"and whether it is certain must be decided by the row alone; at a float boundary two routes keep "
                            f"different sets"))
-    elif (changed := _penalty_moved(ctx, alone, batch, pos)) is not None:
+    elif (changed := penalty_line(ctx, *batch[:3], pos)) is not None:
         lines.append(changed)
     elif long_row:
         lines.append(ctx.t("只改了 batch 的大小（四份同样的行、同样的参数），这一行的数就变了：它的计算取决于 batch 的形状",
@@ -100,26 +101,6 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
                            "the same route, yet the row's numbers moved with the peer: a window width, a reduction's length "
                            "or a batch-wide value depends on the peers"))
     raise Fail(*lines, where="FastSampler.filtered_probs")
-
-
-def _penalty_moved(ctx, alone, batch, pos):
-    """For a stub-shaped file: a line saying that penalized_fp32 gives the row other logits in this batch than alone
-    (the cause, established), else None."""
-    fn = getattr(ctx.impl, "penalized_fp32", None)
-    if not callable(fn):
-        return None
-    try:
-        mine, theirs = fn(*alone[:3])[0], fn(*batch[:3])[pos]
-        if torch.equal(mine, theirs):
-            return None
-        col = int((mine != theirs).nonzero()[0])
-    except Exception:  # noqa: BLE001 - its pieces cannot say
-        return None
-    return ctx.t(f"penalized_fp32 给这一行的 logits 在这个 batch 里和单独时不同（token {col}：单独 {mine[col].item():.6g}，这里 "
-                 f"{theirs[col].item():.6g}）：一行的 penalty 只看它自己的参数和历史，不看同伴有没有",
-                 f"penalized_fp32 gives this row other logits here than alone (token {col}: alone {mine[col].item():.6g}, "
-                 f"here {theirs[col].item():.6g}): a row's penalty depends on its own params and history only, not on "
-                 f"whether its peers have one")
 
 
 @check("F7", "边界上的批不变：top_p 恰在这一行自己的边界、k 处并列、并列最大值、窗口边缘；专挑会挪动它的同伴",

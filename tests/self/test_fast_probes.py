@@ -1,17 +1,19 @@
-"""F7-F9 are fair and sharp: a fast path whose route or sums its peers decide, or that breaks a contract detail, fails
-the check aimed at it with the cause named (tests/self/mutants_fast_probes.py); the reference passes them; a learner's
-route that goes elsewhere is never compared with the reference's."""
+"""F7-F9 are sharp: a fast path whose route or sums its peers decide, or that breaks a contract detail, fails the check
+aimed at it with the cause named (tests/self/mutants_fast_probes.py), and the bugs whose explanation once named another
+cause now get the true one (tests/self/mutants_fast_causes.py). Fairness: tests/self/test_alternatives.py."""
 import pytest
 
 from course.grader.worker import GRADE_SEED
 from tests.self.helpers import check_ids, mutate, run
+from tests.self.mutants_fast_causes import CAUSES
 from tests.self.mutants_fast_probes import PROBES
 
 IDS = ["F7", "F8", "F9"]
 
 
-@pytest.mark.parametrize("mutant", PROBES, ids=[m.name for m in PROBES])
+@pytest.mark.parametrize("mutant", PROBES + CAUSES, ids=[m.name for m in PROBES + CAUSES])
 def test_probe_mutant_fails_the_check_aimed_at_it(mutant, tmp_path):
+    """PROBES: F7-F9's own; CAUSES: bugs whose first explanation once named another cause (wrong=)."""
     assert mutant.aimed_at in check_ids("p08-fast")
     result = run("p08-fast", mutate("p08-fast", mutant, tmp_path), [mutant.aimed_at])[mutant.aimed_at]
     assert result.status in ("fail", "error"), f"{mutant.name} ({mutant.bug}): {mutant.aimed_at} -> {result.status}"
