@@ -2,13 +2,15 @@
 own float boundaries and beside the peers that move a row whose route is decided with their help; F8 compares long
 rows (V = 151936) alone and in a batch of four copies, for every quantity that is a reduction over V. Each compares a
 row only with itself, never with the reference's route: a correct design that routes differently passes."""
+import contextlib
+
 import torch
 
 from course.grader.checks import Fail, check
 from tests.p08.context import params_text
 from tests.p08_fast.causes import penalty_line
 from tests.p08_fast.checks_fast import fast_probs
-from tests.p08_fast.probes import peers, placed, probe_rows
+from tests.p08_fast.probes import bits_of, float_of, peers, placed, probe_rows
 
 ROUTES = ("greedy", "top_k", "top_p", "plain", "exact")
 
@@ -61,7 +63,7 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
     (a_probs, a_tok), (b_probs, b_tok) = got
     if torch.equal(a_probs, b_probs) and a_tok == b_tok:
         return
-    a_facts, b_facts = _facts(a_probs, a_tok), _facts(b_probs, b_tok)
+    a_facts, b_facts, same_probs = _facts(a_probs, a_tok), _facts(b_probs, b_tok), torch.equal(a_probs, b_probs)
     routes = [_route(ctx, *alone[:3], 0), _route(ctx, *batch[:3], pos)]
     moved = [name for name, a, b in zip(("kept count", "total", "token"), a_facts, b_facts) if a != b]
     if routes[0] != routes[1]:
@@ -81,9 +83,11 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
     elif (changed := penalty_line(ctx, *batch[:3], pos)) is not None:
         lines.append(changed)
     elif long_row:
-        lines.append(ctx.t("只改了 batch 的大小（四份同样的行、同样的参数），这一行的数就变了：它的计算取决于 batch 的形状",
+        lines.append(ctx.t("只改了 batch 的大小（四份同样的行、同样的参数），这一行的" + ("token" if same_probs else "数") +
+                           "就变了：它的计算取决于 batch 的形状",
                            "nothing but the batch size changed (four copies of the row, the same params), yet the row's "
-                           "numbers moved: its computation depends on the batch's shape"))
+                           + ("drawn token moved (its filtered_probs did not)" if same_probs else "numbers moved")
+                           + ": its computation depends on the batch's shape"))
         e = torch.exp(alone[0].float() - alone[0].float().max())                          # [1, V]
         one, four = e.sum(-1).item(), e.expand(4, -1).contiguous().sum(-1)[0].item()
         if one != four:                                                                    # seen here, on this CPU
@@ -92,15 +96,15 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
                                f"at this length torch.sum rounds a lone row and a batch differently (this row's exp(z - max): "
                                f"{one:.9g} alone, {four:.9g} in a batch of four): sum over the row in int64 fixed point (as "
                                f"row_total does) or with a sequential per-row cumsum"))
-    elif torch.equal(a_probs, b_probs):
+    elif same_probs:
         lines.append(ctx.t("filtered_probs 单独和在 batch 里逐位相同，token 却不同：抽样（消费的随机数或抽样时的求和）取决于同伴",
                            "filtered_probs is bit-identical alone and here, the token is not: the draw (the uniform it "
                            "consumes, or a sum it makes) depends on the peers"))
     else:
-        lines.append(ctx.t("路线相同，这一行的数却随同伴变了：窗口宽度、某个归约的长度或某个整批的值取决于同伴",
-                           "the same route, yet the row's numbers moved with the peer: a window width, a reduction's length "
-                           "or a batch-wide value depends on the peers"))
-    raise Fail(*lines, where="FastSampler.filtered_probs")
+        lines.append(ctx.t(("路线相同，" if routes[0] else "") + "这一行的数却随同伴变了：窗口宽度、某个归约的长度或某个整批的值取决于同伴",
+                           ("the same route, yet " if routes[0] else "") + "the row's numbers moved with the peer: a window "
+                           "width, a reduction's length or a batch-wide value depends on the peers"))
+    raise Fail(*lines, where="FastSampler.sample" if same_probs else "FastSampler.filtered_probs")
 
 
 @check("F7", "边界上的批不变：top_p 恰在这一行自己的边界、k 处并列、并列最大值、窗口边缘；专挑会挪动它的同伴",
@@ -144,7 +148,7 @@ def f8_long_rows_alone_and_in_a_batch(ctx):
             for side, top_p in zip(("just below", "at"), boundary(ctx, base, 12, top_p_only) or ()):
                 probes.append(Probe(f"{base.label}, top_p {side} its own boundary between keeping 12 and 13", row,
                                     top_p_only(top_p), []))
-        for probe in probes:
+        for n, probe in enumerate(probes):
             row = probe.row.to(ctx.device)
             p = probe.params
             copies = [probe.params] + [P(temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, seed=p.seed + 100 * c)
@@ -153,8 +157,47 @@ def f8_long_rows_alone_and_in_a_batch(ctx):
             batch = (row[None].expand(4, -1).contiguous(), copies, [[]] * 4, ["t", "c1", "c2", "c3"])
             compare(ctx, f"V={vocab}", probe, alone, batch, 0, "three copies of itself (other seeds)", long_row=True,
                     here="in the batch of four")
+            if n < 2:                                                   # the plain rows: a draw on its own boundary
+                for u in draw_boundary(ctx, alone):
+                    with fixed_uniform(ctx, u):
+                        compare(ctx, f"V={vocab}, every row's uniform set to {u!r} (where the lone row's token changes)",
+                                probe, alone, batch, 0, "three copies of itself", long_row=True, here="in the batch of four")
     finally:
         torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
+def fixed_uniform(ctx, u):
+    """While inside, the file's stream_uniform (the given stream it imported) returns u for every draw."""
+    given = ctx.impl.stream_uniform
+    ctx.impl.stream_uniform = lambda seed, n: u
+    try:
+        yield
+    finally:
+        ctx.impl.stream_uniform = given
+
+
+def draw_boundary(ctx, alone):
+    """Two neighbouring float64 uniforms where the lone row's drawn token changes (found with the learner's own
+    sample(), its stream_uniform held at each value); () for a file that draws from another stream."""
+    if not callable(getattr(ctx.impl, "stream_uniform", None)):
+        return ()
+
+    def token(u):
+        with fixed_uniform(ctx, u):
+            return ctx.sample(ctx.sampler(), alone[0], alone[3], alone[1], alone[2])[0]
+    lo, hi = 0.5, 0.5 + 1e-4
+    first = token(lo)
+    if token(hi) == first or token(0.25) == token(0.75):           # the uniform moves nothing: another stream
+        return ()
+    a, b = bits_of(lo), bits_of(hi)
+    while b - a > 1:
+        mid = (a + b) // 2
+        if token(float_of(mid)) == first:
+            a = mid
+        else:
+            b = mid
+    return float_of(a), float_of(b)
 
 
 def _seas(vocab, wanted=3):

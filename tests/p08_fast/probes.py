@@ -33,11 +33,12 @@ def _kept(ctx, row, params, history) -> int:
     return int((out[0] > 0).sum())
 
 
-def _bits(x: float) -> int:
+def bits_of(x: float) -> int:
+    """A positive double's bits as an int: neighbouring doubles are neighbouring ints."""
     return struct.unpack("<q", struct.pack("<d", x))[0]
 
 
-def _float(b: int) -> float:
+def float_of(b: int) -> float:
     return struct.unpack("<d", struct.pack("<q", b))[0]
 
 
@@ -61,14 +62,14 @@ def boundary(ctx, probe, rank, make):
     low_kept = _kept(ctx, probe.row, make(lo), probe.history)
     if low_kept > rank or _kept(ctx, probe.row, make(hi), probe.history) <= low_kept:
         return None
-    a, b = _bits(lo), _bits(hi)                      # positive doubles: bit order is value order
+    a, b = bits_of(lo), bits_of(hi)                      # positive doubles: bit order is value order
     while b - a > 1:
         mid = (a + b) // 2
-        if _kept(ctx, probe.row, make(_float(mid)), probe.history) <= low_kept:
+        if _kept(ctx, probe.row, make(float_of(mid)), probe.history) <= low_kept:
             a = mid
         else:
             b = mid
-    return _float(a), _float(b)
+    return float_of(a), float_of(b)
 
 
 def probe_rows(ctx, vocab):

@@ -103,8 +103,9 @@ class FastSampler:
             weights = torch.exp((zs - zs.amax(-1, keepdim=True)).double())
             mass.index_copy_(0, sel, weights.cumsum(-1)[:, -1])                  # sequential: the row's own sum
         widths = [params[i].top_k + 1 if 0 < params[i].top_k < vocab else TOP_P_WIDTH for i in rows]
-        e = torch.zeros(len(rows), vocab, device=dev)
-        cs, ids = torch.zeros_like(e), torch.zeros(len(rows), vocab, dtype=torch.long, device=dev)
+        cap = min(vocab, max(widths))                                             # the widest own window here
+        e = torch.zeros(len(rows), cap, device=dev)
+        cs, ids = torch.zeros_like(e), torch.zeros(len(rows), cap, dtype=torch.long, device=dev)
         total = torch.zeros(len(rows), device=dev)
         redo = []
         for width in sorted(set(widths)):                                        # rows of one own width together
@@ -116,6 +117,8 @@ class FastSampler:
             e[sel, :w], cs[sel, :w], ids[sel, :w], total[sel] = ge, gcs, gids, gtotal
             redo += [j for j, ok in zip(group, settled.tolist()) if not ok]
         if redo:                                                                 # sort those rows whole instead
+            pad = lambda t: torch.cat([t, t.new_zeros(t.shape[0], vocab - cap)], 1)  # noqa: E731
+            e, cs, ids = pad(e), pad(cs), pad(ids)
             sel = torch.tensor(redo, device=dev)
             vals, rids = _ordered(z.index_select(0, sel), vocab)
             e[sel], cs[sel], total[sel], _ = _filter(vals, top_k[sel], top_p[sel], mass[sel], True)
