@@ -2,6 +2,7 @@
 aimed at it with the cause named (tests/self/mutants_fast_probes.py), and the bugs whose explanation once named another
 cause now get the true one (tests/self/mutants_fast_causes.py). Fairness: tests/self/test_alternatives.py."""
 import pytest
+import torch
 
 from course.grader.worker import GRADE_SEED
 from tests.self.helpers import check_ids, mutate, run
@@ -9,11 +10,27 @@ from tests.self.mutants_fast_causes import CAUSES
 from tests.self.mutants_fast_probes import PROBES
 
 IDS = ["F7", "F8", "F9"]
+# bugs that show only where torch.sum rounds a lone long row and a batch apart (it does on the CPUs the course is
+# developed on; a CPU whose kernels add both the same way cannot show them, and the test says so instead of failing)
+SUMS_OVER_V = {"plain_probs_by_torch_sum", "row_mass_by_torch_sum", "plain_draw_total_by_torch_sum"}
+
+
+def torch_sum_splits_a_lone_row() -> bool:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(threads, 4))
+    try:
+        g = torch.Generator().manual_seed(0)
+        rows = [torch.exp(torch.randn(1, 151936, generator=g) * 0.3) for _ in range(8)]
+        return any(not torch.equal(e.sum(-1), e.expand(4, -1).contiguous().sum(-1)[:1]) for e in rows)
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("mutant", PROBES + CAUSES, ids=[m.name for m in PROBES + CAUSES])
 def test_probe_mutant_fails_the_check_aimed_at_it(mutant, tmp_path):
     """PROBES: F7-F9's own; CAUSES: bugs whose first explanation once named another cause (wrong=)."""
+    if mutant.name in SUMS_OVER_V and not torch_sum_splits_a_lone_row():
+        pytest.skip("torch.sum adds a lone row of V = 151936 and a batch the same way on this CPU")
     assert mutant.aimed_at in check_ids("p08-fast")
     result = run("p08-fast", mutate("p08-fast", mutant, tmp_path), [mutant.aimed_at])[mutant.aimed_at]
     assert result.status in ("fail", "error"), f"{mutant.name} ({mutant.bug}): {mutant.aimed_at} -> {result.status}"
