@@ -80,7 +80,7 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
                            f"this peer moved the row to another route (alone: {routes[0]}, here: {routes[1]}): a row's route "
                            f"and whether it is certain must be decided by the row alone; at a float boundary two routes keep "
                            f"different sets"))
-    elif (changed := penalty_line(ctx, *batch[:3], pos)) is not None:
+    elif (changed := penalty_line(ctx, *batch[:3], pos) or _peers_penalty(ctx, a_probs, batch, pos)) is not None:
         lines.append(changed)
     elif long_row:
         lines.append(ctx.t("只改了 batch 的大小（四份同样的行、同样的参数），这一行的" + ("token" if same_probs else "数") +
@@ -105,6 +105,23 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
                            ("the same route, yet " if routes[0] else "") + "the row's numbers moved with the peer: a window "
                            "width, a reduction's length or a batch-wide value depends on the peers"))
     raise Fail(*lines, where="FastSampler.sample" if same_probs else "FastSampler.filtered_probs")
+
+
+def _peers_penalty(ctx, alone_probs, batch, pos):
+    """A penalised row that moved beside peers without a penalty: a line when giving those peers one (1.0001 on their
+    own history) puts the row back as it is alone (the cause, established by the re-run), else None."""
+    logits, params, prev, _ = batch
+    row = params[pos]
+    if row.repetition_penalty == 1.0 or all(p.repetition_penalty != 1.0 for i, p in enumerate(params) if i != pos):
+        return None
+    given = [p if i == pos or p.repetition_penalty != 1.0 else ctx.params(
+        temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, repetition_penalty=1.0001, seed=p.seed)
+        for i, p in enumerate(params)]
+    if not torch.equal(fast_probs(ctx, ctx.sampler(), logits, given, prev)[pos], alone_probs):
+        return None
+    return ctx.t("同伴没有 penalty 时这一行变了；给同伴一个 penalty（1.0001）它就和单独时一样：这一行的 penalty 取决于同伴有没有 penalty",
+                 "beside peers without a penalty the row moved; with a penalty of 1.0001 given to those peers it is as "
+                 "alone: the row's penalty depends on whether its peers have one")
 
 
 @check("F7", "边界上的批不变：top_p 恰在这一行自己的边界、k 处并列、并列最大值、窗口边缘；专挑会挪动它的同伴",

@@ -1,6 +1,8 @@
 """F7-F9 are sharp: a fast path whose route or sums its peers decide, or that breaks a contract detail, fails the check
 aimed at it with the cause named (tests/self/mutants_fast_probes.py), and the bugs whose explanation once named another
 cause now get the true one (tests/self/mutants_fast_causes.py). Fairness: tests/self/test_alternatives.py."""
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -53,3 +55,28 @@ def test_a_probe_failure_reads_in_both_languages(lang, tmp_path):
     result = run("p08-fast", mutate("p08-fast", mutant, tmp_path), [mutant.aimed_at], lang=lang)[mutant.aimed_at]
     text = " ".join(result.lines)
     assert result.status == "fail" and ("同伴改变了这一行的路线" in text) == (lang == "zh"), text
+
+
+OWN_SHAPE = Path(__file__).parent / "alternatives_fast" / "fixed_window_float64.py"
+OWN_SHAPE_BUGS = [  # (name, check, (old, new), phrase): a file without the stub's pieces, graded by F7/F8 alone
+    ("mass_by_torch_sum", "F8",
+     ("mass.index_copy_(0, sel, weights.cumsum(-1)[:, -1])", "mass.index_copy_(0, sel, weights.sum(-1))"),
+     "nothing but the batch size changed"),
+    ("penalty_only_when_every_row_has_one", "F7",
+     ("    if pairs:\n", "    if pairs and all(p.repetition_penalty != 1.0 for p in params):\n"),
+     "the row's penalty depends on whether its peers have one"),
+]
+
+
+@pytest.mark.parametrize("name,check_id,patch,phrase", OWN_SHAPE_BUGS, ids=[b[0] for b in OWN_SHAPE_BUGS])
+def test_the_probes_grade_a_fast_path_in_its_own_shape(name, check_id, patch, phrase, tmp_path):
+    """No route(), no exact_rows: the probes still compare the row with itself and say what moved, without a route."""
+    if name == "mass_by_torch_sum" and not torch_sum_splits_a_lone_row():
+        pytest.skip("torch.sum adds a lone row of V = 151936 and a batch the same way on this CPU")
+    text = OWN_SHAPE.read_text(encoding="utf-8")
+    assert text.count(patch[0]) == 1, name
+    impl = tmp_path / f"{name}.py"
+    impl.write_text(text.replace(*patch), encoding="utf-8")
+    result = run("p08-fast", impl, [check_id])[check_id]
+    text = " ".join(result.lines)
+    assert result.status == "fail" and phrase in text and "route " not in text, text
