@@ -137,3 +137,25 @@ def alone_line(ctx, logits, params, prev, i, expected):
     line = ctx.t("这一行单独算是对的，放在这个 batch 里就错了", "this row alone is right, wrong in this batch")
     penalty = penalty_line(ctx, logits, params, prev, i)
     return line + (ctx.t("。", ". ") + penalty if penalty else "")
+
+
+def window_stop_line(ctx, logits, params, prev, i, kept, wanted):
+    """For a stub-shaped file: a line when row i keeps exactly its top-p window (WINDOW tokens) where the reference
+    keeps more, and the row never reached exact_rows (a kept set that reaches the window's last column is not
+    certain); else None."""
+    width = getattr(ctx.impl, "WINDOW", None)
+    p = params[i]
+    if (not isinstance(width, int) or kept != width or wanted <= width or 0 < p.top_k < logits.shape[1]
+            or not all(callable(getattr(ctx.impl, n, None)) for n in ("exact_rows", "penalized_fp32"))):
+        return None
+    try:
+        x_row = ctx.impl.penalized_fp32(logits, params, prev)[i]
+        if _reaching_exact(ctx, lambda: ctx.sampler().filtered_probs(logits, params, prev), x_row):
+            return None
+    except Exception:  # noqa: BLE001 - its pieces cannot say
+        return None
+    return ctx.t(f"这一行正好保留了它整个 top-p 窗口（WINDOW = {width} 个 token），参考解保留 {wanted} 个，而它从没进 exact_rows："
+                 "保留集合到了窗口最后一列的行不 certain（集合可能延续到窗口外），要走 exact 路线",
+                 f"this row keeps exactly its whole top-p window (WINDOW = {width} tokens) where the reference keeps "
+                 f"{wanted}, and it never reached exact_rows: a row whose kept set reaches its window's last column is "
+                 f"not certain (the set may go on outside) and takes the exact route")

@@ -38,4 +38,8 @@ CAUSES = [
            (("exact = torch.cat([exact, unsure]) if routes.exact else unsure", "exact = unsure"),),
            "rows with top_k above WINDOW_K are dropped from the exact route when a window row is not certain: their "
            "tokens stay torch.empty's", "(req_id 'p', top_k=299, seed=101): token id"),
+    Mutant("top_p_row_certain_at_its_window", "F1",
+           (('complete = name == "top_p" and width == vocab', 'complete = name == "top_p" and width >= WINDOW'),),
+           "every top-p-only row counts as complete: a nucleus wider than the window stops at its 64 columns",
+           "never reached exact_rows"),
 ]
