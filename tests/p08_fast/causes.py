@@ -69,7 +69,7 @@ def window_mass_line(ctx, row, params, prev, kept):
                  f"top-p's 100 % is the mass of the whole row (all V tokens): row_total over the row, not the window")
 
 
-def _reaching_exact(ctx, call, x_row):
+def reaches_exact(ctx, call, x_row):
     """Did x_row (a row of the penalised logits) reach the file's exact_rows while call() ran?"""
     exact, seen = ctx.impl.exact_rows, []
 
@@ -92,8 +92,8 @@ def exact_gap_line(ctx, logits, params, prev, i):
     try:
         x_row = ctx.impl.penalized_fp32(logits, params, prev)[i]
         ids = [f"r{j}" for j in range(len(params))]
-        drawn = _reaching_exact(ctx, lambda: ctx.sampler().sample(logits, ids, params, prev), x_row)
-        reported = _reaching_exact(ctx, lambda: ctx.sampler().filtered_probs(logits, params, prev), x_row)
+        drawn = reaches_exact(ctx, lambda: ctx.sampler().sample(logits, ids, params, prev), x_row)
+        reported = reaches_exact(ctx, lambda: ctx.sampler().filtered_probs(logits, params, prev), x_row)
     except Exception:  # noqa: BLE001 - its pieces cannot say
         return None
     if not drawn or reported:
@@ -150,7 +150,7 @@ def window_stop_line(ctx, logits, params, prev, i, kept, wanted):
         return None
     try:
         x_row = ctx.impl.penalized_fp32(logits, params, prev)[i]
-        if _reaching_exact(ctx, lambda: ctx.sampler().filtered_probs(logits, params, prev), x_row):
+        if reaches_exact(ctx, lambda: ctx.sampler().filtered_probs(logits, params, prev), x_row):
             return None
     except Exception:  # noqa: BLE001 - its pieces cannot say
         return None

@@ -1,4 +1,4 @@
-"""Acceptance checks F7-F8 of p08-fast: batch invariance probed where the design makes it hard. F7 puts rows on their
+"""Acceptance checks F7 and F8 of p08-fast: batch invariance probed where the design makes it hard. F7 puts rows on their
 own float boundaries and beside the peers that move a row whose route is decided with their help; F8 compares long
 rows (V = 151936) alone and in a batch of four copies, for every quantity that is a reduction over V. Each compares a
 row only with itself, never with the reference's route: a correct design that routes differently passes."""
@@ -8,9 +8,10 @@ import torch
 
 from course.grader.checks import Fail, check
 from tests.p08.context import params_text
-from tests.p08_fast.causes import penalty_line
+from tests.p08.rows import zipf_logits
+from tests.p08_fast.causes import penalty_line, reaches_exact
 from tests.p08_fast.checks_fast import fast_probs
-from tests.p08_fast.probes import bits_of, float_of, peers, placed, probe_rows
+from tests.p08_fast.probes import Probe, bits_of, boundary, float_of, peers, placed, probe_rows
 
 ROUTES = ("greedy", "top_k", "top_p", "plain", "exact")
 
@@ -21,22 +22,13 @@ def _route(ctx, logits, params, prev, pos):
     impl = ctx.impl
     if not all(callable(getattr(impl, n, None)) for n in ("route", "exact_rows", "penalized_fp32")):
         return None
-    exact, seen = impl.exact_rows, []
-
-    def recording(x, *args, **kwargs):
-        seen.append(x.detach().clone())
-        return exact(x, *args, **kwargs)
     try:
         routes = impl.route(params, logits.shape[1])
         name = next(n for n in ROUTES if pos in list(getattr(routes, n)))
         row = impl.penalized_fp32(logits, params, prev)[pos]
-        impl.exact_rows = recording
-        ctx.sampler().filtered_probs(logits, params, prev)
+        took_exact = reaches_exact(ctx, lambda: ctx.sampler().filtered_probs(logits, params, prev), row)
     except Exception:  # noqa: BLE001 - the learner's pieces cannot say: no route is shown
         return None
-    finally:
-        impl.exact_rows = exact
-    took_exact = any(bool((x == row).all(-1).any()) for x in seen if x.shape[-1] == row.shape[0])
     return name if name == "exact" or not took_exact else f"{name} -> exact"
 
 
@@ -145,9 +137,6 @@ def f7_boundary_rows_beside_adversarial_peers(ctx):
        "long rows: V = 151936 alone vs the same row in a batch of four copies (every reduction over the row)",
        hint=("p08-fast", 1, "q5"))
 def f8_long_rows_alone_and_in_a_batch(ctx):
-    from tests.p08.rows import zipf_logits
-    from tests.p08_fast.probes import Probe, boundary
-
     threads = torch.get_num_threads()
     torch.set_num_threads(max(threads, 4))               # torch.sum splits a lone long row across threads
     try:
