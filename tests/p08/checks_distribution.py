@@ -36,6 +36,8 @@ def cases(ctx):
         ("V=50257, peaked (Zipf), seed 004's knobs", peaked, dict(top_k=40, top_p=0.9), 200),
         ("V=50257, top-p only, a nucleus of 520 tokens", wide, dict(top_p=top_p_keeping(wide, 520)), 200),
         ("V=50257, flat row, top-p only (thousands kept)", flat, dict(top_p=0.35), 150),
+        ("V=50257, the same flat row, a nucleus of 30 tokens (its 100 % is the whole row's mass)", flat,
+         dict(top_p=top_p_keeping(flat, 30)), 100),
         ("V=50257, peaked, top_k=3000 and top_p=0.97", peaked, dict(top_k=3000, top_p=0.97, temperature=1.3), 150),
         ("V=151936, top-p only, T=0.8, a nucleus of 380 tokens", huge,
          dict(temperature=0.8, top_p=top_p_keeping(huge, 380, temperature=0.8)), 100),

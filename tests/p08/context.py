@@ -139,8 +139,25 @@ class SamplerCtx(Ctx):
                                      "sample() returns a LongTensor of shape [B] on the logits' device, row i = req_ids[i]'s "
                                      "token"), hint=("p08", 1, "d6"), where=method)
         tokens = out.tolist()
-        bad = [t for t in tokens if not 0 <= t < vocab]
+        bad = [i for i, t in enumerate(tokens) if not 0 <= t < vocab]
         if bad:
-            raise WrongOutput(f"{called} -> {tokens[:8]}", self.t(f"token id {bad[0]} 不在 [0, {vocab}) 内",
-                                                                  f"token id {bad[0]} is outside [0, {vocab})"), where=method)
+            row = bad[0]
+            raise WrongOutput(f"{called} -> {tokens[:8]}{'...' if batch > 8 else ''}",
+                              f"row {row} (req_id {req_ids[row]!r}, {params_text(params[row])}): " + self.t(
+                                  f"token id {tokens[row]} 不在 [0, {vocab}) 内", f"token id {tokens[row]} is outside [0, {vocab})"),
+                              *self._route_line(params, vocab, row), where=method)
         return tokens
+
+    def _route_line(self, params, vocab, row) -> list:
+        """For a stub-shaped fast path: the route its own route() gives the row, as a line (else nothing)."""
+        route = getattr(self.impl, "route", None)
+        if not callable(route):
+            return []
+        try:
+            routes = route(params, vocab)
+            name = next(n for n in ("greedy", "top_k", "top_p", "plain", "exact") if row in list(getattr(routes, n)))
+        except Exception:  # noqa: BLE001 - its route() cannot say
+            return []
+        return [self.t(f"你的 route() 把它放在 {name}：看看这条路线（以及不 certain、改走 exact 的行）是否都写回了 tokens",
+                       f"your route() puts it on {name}: check that this route (and the rows that are not certain and move "
+                       f"to exact) writes its tokens back")]

@@ -21,6 +21,17 @@ from tests.p08.context import crash_explainer, params_text
 from tests.p08.draws import counts_of, draws_of, worst_z
 
 GREEDY = 1e-5
+_PIECES: dict = {}   # problem name -> fn(ctx, row, params, prev): (lines, hint, check) when its own pieces are wrong
+
+
+def pieces_checker(*problems):
+    """Register fn(ctx, row, params, prev) -> None or (lines, hint, check): a problem's own pieces re-run on one row
+    (p08's are pieces_verdict below; a problem whose learner writes other pieces registers its own)."""
+    def register(fn):
+        for name in problems:
+            _PIECES[name] = fn
+        return fn
+    return register
 
 
 def _same(out, expected) -> bool:
@@ -232,6 +243,8 @@ def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False,
             "sample() changed its caller's input in place (the line above), so later calls saw other inputs")],
             ("p08", 2, "traps"), "I2"))
     verdicts = [order_verdict(ctx)] + [pieces_verdict(ctx, row, p, prev) for row, p, prev in cases]
+    if (own := _PIECES.get(ctx.problem.name)) is not None:
+        verdicts += [own(ctx, row, p, prev) for row, p, prev in cases]
     if greedy:
         verdicts.append(greedy_verdict(ctx))
     if stream:

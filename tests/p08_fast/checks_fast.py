@@ -11,6 +11,7 @@ from tests.p08.context import params_text
 from course.loader import load_solution
 from course.sampling_params import GREEDY_TEMPERATURE
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
+from tests.p08_fast.causes import exact_gap_line, penalty_line, window_mass_line, window_stop_line
 from tests.p08_fast.batches import (edge_batches, heterogeneous_batch, order_batch, random_params, tie_batch,
                                     wide_top_p_batch)
 
@@ -86,10 +87,18 @@ def f1_filtered_distribution_equals_reference(ctx):
                                      "rows (histories mixed between rows, a batch-wide k, p or max)")
                 if note:
                     why += ctx.t("。", ". ") + ctx.t(*note[0])
+                causes = []
+                if params[i].temperature >= GREEDY_TEMPERATURE:                    # re-run its own pieces: why
+                    dev = logits.to(ctx.device)
+                    causes = [window_mass_line(ctx, logits[i], params[i], prev[i], oracle.kept(got[i].tolist())),
+                              exact_gap_line(ctx, dev, params, prev, i),
+                              window_stop_line(ctx, dev, params, prev, i, int((got[i] > 0).sum()), int((expected > 0).sum()))]
+                    if batch > 1 and alone_diff <= 1e-6 and not alone_zeros:
+                        causes.append(penalty_line(ctx, dev, params, prev, i))
                 raise Fail(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(dtype)[6:]}, ...), row {i} "
                            f"({params_text(params[i])}, {len(prev[i])} history tokens): {tokens}"
                            + ("" if zeros_differ else f" (max |difference| {diff:.2e}, allowed 1e-6)"),
-                           why, where="FastSampler.filtered_probs")
+                           why, *[c for c in causes if c], where="FastSampler.filtered_probs")
 
 
 @check("F2", "被删掉的 token 概率恰好为 0（博客 bug 2：clamp_min）", "removed tokens have exactly zero probability (blog bug 2: clamp_min)",
@@ -238,23 +247,36 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
                            f"it sorts full rows (V={vocab}): work in the [B, K] window (torch.topk), not on the whole vocabulary"))
     exact, detour = getattr(ctx.impl, "exact_rows", None), False      # the stub's given exact route: count its rows
     if callable(exact):
-        taken = []
+        taken, widths, window = [], [], getattr(ctx.impl, "window_topk", None)
 
         def counting(x, *args, **kwargs):
             taken.append(x.shape[0])
             return exact(x, *args, **kwargs)
+
+        def measuring(x, width, *args, **kwargs):
+            widths.append(int(width))
+            return window(x, width, *args, **kwargs)
         ctx.impl.exact_rows = counting
+        if callable(window):
+            ctx.impl.window_topk = measuring
         try:
             fast.sample(logits, ids, params, prev)
         finally:
-            ctx.impl.exact_rows = exact
+            ctx.impl.exact_rows, ctx.impl.window_topk = exact, window
         lines[0] += f"; {sum(taken)} of {len(ids)} rows took the exact route"
         detour = sum(taken) > len(ids) // 2
-        if detour:
+        top_k = params[0].top_k
+        if detour and widths and max(widths) <= top_k:                  # established: the window it asked for
+            lines.append(ctx.t(f"每行都是 top_k={top_k}，_parts 却只向 window_topk 要了 {max(widths)} 列：top-k 的行要 top_k + 1 列"
+                               f"（第 k 列说明第 k 大的值是否与下一个并列；没有它，没有一行能 certain），于是 {sum(taken)} 行走了 exact 路线",
+                               f"every row has top_k={top_k}, yet _parts asks window_topk for {max(widths)} columns: a top-k "
+                               f"row needs top_k + 1 (column k tells whether the k-th value ties the next; without it no row "
+                               f"is certain), so {sum(taken)} rows took the exact route"))
+        elif detour:
             lines.append(ctx.t(f"每行都是 top_k=40：41 列的窗口装得下保留集合，它们本该 certain，却有 {sum(taken)} 行走了 exact 路线："
-                               f"检查 filter_window 的 certain（T4）和 _parts 怎么挑出不 certain 的行",
+                               f"检查 filter_window 的 certain（T4b）和 _parts（T4c）怎么挑出不 certain 的行",
                                f"every row has top_k=40: a window of 41 columns holds its kept set, so it should be certain, "
-                               f"yet {sum(taken)} rows took the exact route: check filter_window's certain (T4) and how _parts "
+                               f"yet {sum(taken)} rows took the exact route: check filter_window's certain (T4b) and how _parts (T4c) "
                                f"picks the rows that are not certain"))
     grows = ops[len(ids)].ops > 3 * ops[small].ops                    # 8x the rows: a loop over rows
     if grows and not sorts:

@@ -7,6 +7,7 @@ from course.grader.checks import Fail, _noting, check, describe, fmt_set
 from tests.p08.context import params_text
 from course.sampling_params import GREEDY_TEMPERATURE as GREEDY
 from course.streams import stream_uniform
+from tests.p08_fast.causes import alone_line, exact_gap_line, window_mass_line
 from tests.p08_fast.checks_steps import call, need_tensor, rows_text, step
 
 
@@ -76,8 +77,12 @@ def t5_filtered_probs(ctx):
                                        f"your row sums to {total:.4g}, not 1: divide the kept weights by the kept mass"))
                 if vocab <= 8:
                     lines.append(f"got {rows_text(out[i:i + 1], 8)}, expected {rows_text([expected], 8)}")
+                dev = logits.to(ctx.device)
+                causes = [alone_line(ctx, dev, params, prev, i, expected), window_mass_line(ctx, logits[i], p, h, kept),
+                          exact_gap_line(ctx, dev, params, prev, i)]
+                lines += [c for c in causes if c]
                 raw_max = int(torch.argmax(logits[i]))                            # the argmax before the penalty
-                if p.temperature < GREEDY and h and kept == {raw_max} != want:
+                if p.temperature < GREEDY and h and kept == {raw_max} != want and not causes[0]:
                     lines.append(ctx.t(f"greedy 行的 one-hot 落在了惩罚之前的 argmax（token {raw_max}）：先惩罚（第 1 步），再取 argmax",
                                        f"the greedy row's one-hot sits at the argmax before the penalty (token {raw_max}): "
                                        f"penalise first (step 1), then take the argmax"))

@@ -58,9 +58,11 @@ def test_there_are_enough_mutants_and_each_targets_a_real_check():
 def test_a_comment_edit_in_a_solution_breaks_no_mutant():
     """Patches match code, not comments: every comment of the solution rewritten, each mutant makes the same file."""
     from tests.self.helpers import apply_patches, without_comments
+    from tests.self.mutants_fast_causes import CAUSES
+    from tests.self.mutants_fast_probes import PROBES
     from tests.self.mutants_fast_steps import FAST_STEPS
 
-    for problem, group in (("p08", mutants.P08), ("p08-fast", mutants_fast.P08_FAST + FAST_STEPS)):
+    for problem, group in (("p08", mutants.P08), ("p08-fast", mutants_fast.P08_FAST + FAST_STEPS + PROBES + CAUSES)):
         text = problems.get(problem).path("solution").read_text(encoding="utf-8")
         edited = re.sub(r"  # .*$", "  # a comment rewritten by an author", text, flags=re.M)
         assert edited != text and without_comments(edited) == without_comments(text)

@@ -1,0 +1,161 @@
+"""Established causes for p08-fast's failures: each helper re-runs the learner's own code (its pieces, or its
+sampler on the row alone) or an oracle of one known mistake, and returns a line only when that shows the cause.
+Used by T4a, T4b, T5, F1, F5 and, through diagnose.pieces_checker, every whole-sampler check that calls
+earlier_step_first (I6.large's "the nucleus is cut short" among them)."""
+import torch
+
+from course import oracle
+from course.grader.checks import _noting
+from tests.p08.diagnose import pieces_checker
+
+GREEDY = 1e-5
+
+
+def overflow_line(ctx, row_total, e, exact):
+    """row_total(e) is wrong: a line when row_total(e / d) * d is right for d = 16, 256 or 4096 (the error grows with
+    the sum: an int64 fixed-point sum that overflows), else None."""
+    for d in (16.0, 256.0, 4096.0):
+        try:
+            small = float(row_total(e / d)[0, 0]) * d
+        except Exception:  # noqa: BLE001 - it cannot say
+            return None
+        if abs(small - exact) <= 1e-5 * abs(exact):
+            return ctx.t(f"同一行除以 {d:.0f} 之后 row_total 就对了（乘回去是 {small:.9g}）：整数和溢出了。定点数的 scale 要让 V * scale "
+                         f"< 2**63，例如 2**(62 - V.bit_length())",
+                         f"the same row divided by {d:.0f} gives the right total ({small:.9g} after * {d:.0f}): the int64 "
+                         f"sum overflows. The fixed-point scale must keep V * scale below 2**63, e.g. 2**(62 - V.bit_length())")
+    return None
+
+
+@pieces_checker("p08-fast")
+def fast_pieces_verdict(ctx, row, params, prev):
+    """A stub-shaped fast path's own pieces on one row: its row_total on the row's weights (top-p-only rows, whose 100 %
+    it is). None when they agree with float64, else (lines, hint, check)."""
+    row_total = getattr(ctx.impl, "row_total", None)
+    if (not callable(row_total) or params.temperature < GREEDY or 0 < params.top_k < len(row)
+            or not params.top_p < 1):
+        return None
+    z = torch.tensor(oracle.penalize([float(v) for v in row], prev, params.repetition_penalty)) / params.temperature
+    e = torch.exp(z - z.max())[None].to(ctx.device)                                        # [1, V]
+    exact = float(e.double().sum())
+    try:
+        got = float(_noting(f"called row_total(exp(z - max) [1, {len(row)}])", row_total, e)[0, 0])
+    except Exception:  # noqa: BLE001 - a crash is T4a's to report
+        return None
+    if abs(got - exact) <= 1e-5 * exact:
+        return None
+    lines = [f"called row_total(exp(z - max) of this row [1, {len(row)}]) -> {got:.9g}, expected {exact:.9g} (float64 sum)"]
+    lines += [line for line in [overflow_line(ctx, row_total, e, exact)] if line]
+    return lines, ("p08-fast", 2, "s4a"), "T4a.prefix_sum"
+
+
+def window_mass_line(ctx, row, params, prev, kept):
+    """A line when the learner's kept set is what top-p keeps if its 100 % were the mass of the W largest values only
+    (W = the file's WINDOW, else 64), not of the whole row; else None. Top-p-only rows."""
+    if params.temperature < GREEDY or 0 < params.top_k < len(row) or not params.top_p < 1:
+        return None
+    width = int(getattr(ctx.impl, "WINDOW", 64))
+    z = torch.tensor(oracle.penalize([float(v) for v in row], prev, params.repetition_penalty), dtype=torch.float64)
+    z, ids = torch.sort(z / params.temperature, descending=True, stable=True)
+    e = torch.exp(z - z[0])
+    before = torch.cumsum(e, 0) - e
+    short = {int(i) for i, b in zip(ids.tolist(), before.tolist()) if b < params.top_p * float(e[:width].sum())}
+    whole = {int(i) for i, b in zip(ids.tolist(), before.tolist()) if b < params.top_p * float(e.sum())}
+    if set(kept) != short or short == whole:
+        return None
+    return ctx.t(f"你保留的正是把 top-p 的 100% 当成最大的 {width} 个值（一个窗口）的质量时的集合：top-p 的 100% 是整行（全部 V 个 token）的质量，"
+                 "用 row_total 对整行求和，不是对窗口",
+                 f"yours keeps exactly what top-p keeps when its 100 % is the mass of the {width} largest values (a window): "
+                 f"top-p's 100 % is the mass of the whole row (all V tokens): row_total over the row, not the window")
+
+
+def reaches_exact(ctx, call, x_row):
+    """Did x_row (a row of the penalised logits) reach the file's exact_rows while call() ran?"""
+    exact, seen = ctx.impl.exact_rows, []
+
+    def recording(x, *args, **kwargs):
+        seen.append(x.detach().clone())
+        return exact(x, *args, **kwargs)
+    ctx.impl.exact_rows = recording
+    try:
+        call()
+    finally:
+        ctx.impl.exact_rows = exact
+    return any(bool((x == x_row).all(-1).any()) for x in seen if x.shape[-1] == x_row.shape[0])
+
+
+def exact_gap_line(ctx, logits, params, prev, i):
+    """For a stub-shaped file: a line when sample() sends row i to the exact route and filtered_probs does not, else
+    None."""
+    if not all(callable(getattr(ctx.impl, n, None)) for n in ("exact_rows", "penalized_fp32")):
+        return None
+    try:
+        x_row = ctx.impl.penalized_fp32(logits, params, prev)[i]
+        ids = [f"r{j}" for j in range(len(params))]
+        drawn = reaches_exact(ctx, lambda: ctx.sampler().sample(logits, ids, params, prev), x_row)
+        reported = reaches_exact(ctx, lambda: ctx.sampler().filtered_probs(logits, params, prev), x_row)
+    except Exception:  # noqa: BLE001 - its pieces cannot say
+        return None
+    if not drawn or reported:
+        return None
+    return ctx.t(f"sample() 把第 {i} 行送去 exact 路线（exact_rows），filtered_probs 却没有：这一行报告的是窗口里的结果（或者全是 0）。"
+                 "filtered_probs 也要用 exact 路线的结果覆盖这些行",
+                 f"sample() sends row {i} to the exact route (exact_rows), filtered_probs does not: it reports the window's "
+                 f"answer for that row (or nothing). filtered_probs must overwrite those rows with the exact route's too")
+
+
+def penalty_line(ctx, logits, params, prev, i):
+    """For a stub-shaped file: a line when its penalized_fp32 gives row i other logits in this batch than alone (the
+    cause, established), else None."""
+    fn = getattr(ctx.impl, "penalized_fp32", None)
+    if not callable(fn) or len(params) < 2:
+        return None
+    try:
+        mine, theirs = fn(logits[i:i + 1], params[i:i + 1], prev[i:i + 1])[0], fn(logits, params, prev)[i]
+        if torch.equal(mine, theirs):
+            return None
+        col = int((mine != theirs).nonzero()[0])
+    except Exception:  # noqa: BLE001 - its pieces cannot say
+        return None
+    return ctx.t(f"penalized_fp32 在这个 batch 里给这一行的 logits 和单独时不同（token {col}：单独 {mine[col].item():.6g}，这里 "
+                 f"{theirs[col].item():.6g}）：一行的 penalty 只看它自己的参数和历史，不看同伴有没有",
+                 f"penalized_fp32 gives this row other logits in this batch than alone (token {col}: alone "
+                 f"{mine[col].item():.6g}, here {theirs[col].item():.6g}): a row's penalty depends on its own params and "
+                 f"history only, not on whether its peers have one")
+
+
+def alone_line(ctx, logits, params, prev, i, expected):
+    """When row i of a batch is wrong: a line if the learner's filtered_probs gets the row right alone (with the
+    penalty's part, where penalty_line establishes it), else None."""
+    if len(params) < 2:
+        return None
+    out = _noting("called FastSampler.filtered_probs(the row alone)", ctx.sampler().filtered_probs,
+                  logits[i:i + 1], params[i:i + 1], prev[i:i + 1])
+    got = out[0].detach().float().cpu().tolist()
+    if oracle.kept(got) != oracle.kept(expected) or max(abs(a - b) for a, b in zip(got, expected)) > 1e-6:
+        return None
+    line = ctx.t("这一行单独算是对的，放在这个 batch 里就错了", "this row alone is right, wrong in this batch")
+    penalty = penalty_line(ctx, logits, params, prev, i)
+    return line + (ctx.t("。", ". ") + penalty if penalty else "")
+
+
+def window_stop_line(ctx, logits, params, prev, i, kept, wanted):
+    """For a stub-shaped file: a line when row i keeps exactly its top-p window (WINDOW tokens) where the reference
+    keeps more, and the row never reached exact_rows (a kept set that reaches the window's last column is not
+    certain); else None."""
+    width = getattr(ctx.impl, "WINDOW", None)
+    p = params[i]
+    if (not isinstance(width, int) or kept != width or wanted <= width or 0 < p.top_k < logits.shape[1]
+            or not all(callable(getattr(ctx.impl, n, None)) for n in ("exact_rows", "penalized_fp32"))):
+        return None
+    try:
+        x_row = ctx.impl.penalized_fp32(logits, params, prev)[i]
+        if reaches_exact(ctx, lambda: ctx.sampler().filtered_probs(logits, params, prev), x_row):
+            return None
+    except Exception:  # noqa: BLE001 - its pieces cannot say
+        return None
+    return ctx.t(f"这一行正好保留了它整个 top-p 窗口（WINDOW = {width} 个 token），参考解保留 {wanted} 个，而它从没进 exact_rows："
+                 "保留集合到了窗口最后一列的行不 certain（集合可能延续到窗口外），要走 exact 路线",
+                 f"this row keeps exactly its whole top-p window (WINDOW = {width} tokens) where the reference keeps "
+                 f"{wanted}, and it never reached exact_rows: a row whose kept set reaches its window's last column is "
+                 f"not certain (the set may go on outside) and takes the exact route")

@@ -1,0 +1,85 @@
+"""Acceptance check F9 of p08-fast: the contract details no other check reaches. The shared stream is keyed by
+torch.initial_seed() (the grader runs every check with a non-zero torch seed), the draw keeps the stream's 53 bits
+(stream positions found offline whose float64 uniform lands another token than its float32 rounding), and sample()
+and filtered_probs() return ordinary tensors that a caller may update in place."""
+import torch
+
+from course.grader.checks import Fail, _noting, check
+from course.streams import stream_uniform
+
+# (seed, V, params) whose first uniform lies just below k / 64 while its float32 rounding is k / 64 exactly: on 64
+# equal weights the float64 uniform draws token k - 1, the float32 one token k (found by a search over seeds; the
+# tokens are computed from stream_uniform below, not written here)
+FINE_SEEDS = (1095905, 2602904, 7204975)
+STEPS = 6
+
+
+def _equal_rows(ctx):
+    """(label, logits [n, V], params): 64 equal logits on the plain route, the top-k window and the top-p route."""
+    P = ctx.params
+    plain = torch.zeros(1, 64)                                                               # [1, 64]
+    ladder = torch.cat([torch.zeros(2, 64), torch.full((2, 64), -30.0)], 1)                   # [2, 128]: 64 equal
+    return [("64 equal logits, no filter", plain, [P(seed=FINE_SEEDS[0])]),
+            ("64 equal logits and 64 at -30: top_k=64 | top_p=0.999", ladder,
+             [P(top_k=64, seed=FINE_SEEDS[1]), P(top_p=0.999, seed=FINE_SEEDS[2])])]
+
+
+def _unordinary(ctx, name, out):
+    """Fail when out is an inference-mode tensor (a caller's `out += 1` raises)."""
+    if isinstance(out, torch.Tensor) and out.is_inference():
+        raise Fail(f"called FastSampler.{name}(...) -> an inference tensor (out.is_inference() is True): the caller's "
+                   f"`out += 1` raises 'Inplace update to inference tensor outside InferenceMode'",
+                   ctx.t(f"{name}() 要返回普通张量：在 torch.inference_mode() 块里算可以，返回前在块外 clone 一份（或者改用 torch.no_grad()）",
+                         f"{name}() must return an ordinary tensor: compute inside torch.inference_mode() if you like, but "
+                         f"return a clone made outside the block (or compute under torch.no_grad())"),
+                   where=f"FastSampler.{name}")
+
+
+@check("F9", "契约细节：无 seed 的流以 torch.initial_seed() 为 key；抽样用满 53 位；返回普通张量",
+       "contract details: the shared stream keyed by torch.initial_seed(); the draw keeps 53 bits; ordinary tensors returned",
+       hint=("p08-fast", 2, "s6"))
+def f9_contract_details(ctx):
+    P = ctx.params
+    row = torch.zeros(1, 64, device=ctx.device)
+    tokens = ctx.sampler().sample(row, ["r"], [P(seed=1)], [[]])
+    _unordinary(ctx, "sample", tokens)
+    _unordinary(ctx, "filtered_probs", _noting("called FastSampler.filtered_probs(logits [1, 64], ...)",
+                                               ctx.sampler().filtered_probs, row, [P(top_k=5)], [[]]))
+    draws = {}
+    for seed in (1, 2):                                                    # the shared stream follows torch's seed
+        torch.manual_seed(seed)
+        sampler = ctx.sampler()
+        draws[seed] = [ctx.sample(sampler, row, ["u"], [P()], [[]])[0] for _ in range(12)]
+    if draws[1] == draws[2]:
+        raise Fail(f"a fresh FastSampler, one unseeded request, 12 draws from 64 equal logits: after torch.manual_seed(1) "
+                   f"-> {draws[1]}, after torch.manual_seed(2) -> the same",
+                   ctx.t("无 seed 的请求共用的那条流要以 torch.initial_seed() 为 key（像参考解的共享 generator 那样）：用常数做 key，"
+                         "换了 torch 的 seed 也抽出同样的 token",
+                         "the unseeded requests' shared stream is keyed by torch.initial_seed() (as the reference's shared "
+                         "generator is seeded): keyed by a constant, it draws the same tokens whatever torch's seed"),
+                   where="FastSampler.sample")
+    for label, logits, params in _equal_rows(ctx):
+        sampler, got = ctx.sampler(), []
+        ids = [f"r{i}" for i in range(len(params))]
+        for _ in range(STEPS):
+            got.append(ctx.sample(sampler, logits.to(ctx.device), ids, params, [[]] * len(params)))
+        for i, p in enumerate(params):
+            mine = [step[i] for step in got]
+            u64 = [stream_uniform(p.seed, n) for n in range(STEPS)]
+            by64 = [int(u * 64) for u in u64]
+            by32 = [int(float(torch.tensor(u, dtype=torch.float32)) * 64) for u in u64]
+            plain = [n for n in range(STEPS) if by64[n] == by32[n]]
+            if any(mine[n] != by64[n] for n in plain):
+                continue                       # another stream than stream_uniform: this probe cannot tell its bits
+            fine = [n for n in range(STEPS) if by64[n] != by32[n] and mine[n] != by64[n]]
+            if fine:
+                n = fine[0]
+                raise Fail(f"{label}, {ctx.sampler_name}.sample with seed={p.seed}: draws {mine}; at every step but "
+                           f"step {n} they are the token the stream's uniform gives (int(u * 64))",
+                           f"step {n}: stream_uniform({p.seed}, {n}) = {u64[n]!r} -> token {by64[n]}; its float32 rounding "
+                           f"{float(torch.tensor(u64[n], dtype=torch.float32))!r} -> token {by32[n]}; yours {mine[n]}",
+                           ctx.t("抽样要用流的完整 53 位（float64）：均匀数先转成 float32（例如 torch.tensor(一串 Python float) 默认就是 "
+                                 "float32）只剩 24 位，2**-24 以下的尾部永远抽不到",
+                                 "the draw must use the stream's full 53 bits (float64): a uniform made float32 first (e.g. "
+                                 "torch.tensor of a list of Python floats, float32 by default) keeps 24, and the tail "
+                                 "below 2**-24 can never be drawn"), where="FastSampler.sample")

@@ -1,0 +1,150 @@
+"""Rows built to move a fast path's row, and the peers that try to: the pieces of F7 and F8
+(tests/p08_fast/checks_probes.py).
+
+A probe row sits on a float boundary of its own: a top_p placed exactly where the row alone changes its kept count
+(found with the learner's own filtered_probs, so any design's boundary is found, not the reference's), a tie at its
+k-th value, tied maxima, a nucleus that ends at the window's edge (WINDOW = 64). Beside each peer a correct fast
+path computes the row bit for bit as it does alone; a route or a reduction that the peers decide moves it there.
+"""
+import math
+import struct
+from dataclasses import dataclass
+
+import torch
+
+from course.grader.checks import _noting
+from tests.p08.context import params_text
+
+WINDOW = 64
+
+
+@dataclass
+class Probe:
+    label: str          # what the row is built to test, for the report
+    row: torch.Tensor   # [V] fp32
+    params: object      # SamplingParams
+    history: list
+
+
+def _kept(ctx, row, params, history) -> int:
+    """How many tokens the learner's filtered_probs keeps for the row alone."""
+    out = _noting(f"called FastSampler.filtered_probs(logits [1, {len(row)}], params: {params_text(params)})",
+                  ctx.sampler().filtered_probs, row[None].to(ctx.device), [params], [history])
+    return int((out[0] > 0).sum())
+
+
+def bits_of(x: float) -> int:
+    """A positive double's bits as an int: neighbouring doubles are neighbouring ints."""
+    return struct.unpack("<q", struct.pack("<d", x))[0]
+
+
+def float_of(b: int) -> float:
+    return struct.unpack("<d", struct.pack("<q", b))[0]
+
+
+def mass_before(row, params, history, rank) -> float:
+    """float64: the mass strictly before the token of this rank, after the penalty, temperature and top-k."""
+    from course import oracle
+    values = oracle.penalize(row.tolist(), history, params.repetition_penalty)
+    z = torch.tensor(values, dtype=torch.float64) / params.temperature
+    if 0 < params.top_k < len(z):
+        z = z.masked_fill(z < torch.sort(z, descending=True).values[params.top_k - 1], -math.inf)
+    probs = torch.softmax(z, -1)
+    ordered = torch.sort(probs, descending=True, stable=True).values
+    return float(ordered[:rank].sum())
+
+
+def boundary(ctx, probe, rank, make):
+    """The two neighbouring float64 top_p values where the row alone goes from keeping <= rank tokens to keeping more:
+    (below, at). make(top_p) -> params. None when the learner's row does not change there (another check's bug)."""
+    guess = mass_before(probe.row, probe.params, probe.history, rank)
+    lo, hi = max(guess * (1 - 1e-5), 1e-12), min(guess * (1 + 1e-5), 1.0)
+    low_kept = _kept(ctx, probe.row, make(lo), probe.history)
+    if low_kept > rank or _kept(ctx, probe.row, make(hi), probe.history) <= low_kept:
+        return None
+    a, b = bits_of(lo), bits_of(hi)                      # positive doubles: bit order is value order
+    while b - a > 1:
+        mid = (a + b) // 2
+        if _kept(ctx, probe.row, make(float_of(mid)), probe.history) <= low_kept:
+            a = mid
+        else:
+            b = mid
+    return float_of(a), float_of(b)
+
+
+def probe_rows(ctx, vocab):
+    """[(Probe, boundary ranks)]: rows at V = vocab whose top_p (where they have one) is placed at a boundary of the
+    row alone for each listed rank (the count it keeps goes from rank to rank + 1 there)."""
+    P, g = ctx.params, torch.Generator().manual_seed(vocab)
+    tail = lambda: torch.randn(vocab, generator=g) * 0.3 - 4.0                                # noqa: E731  [V]
+    spots = lambda n: torch.randperm(vocab, generator=g)[:n]                                  # noqa: E731  [n]
+    out = []
+    row, at = tail(), spots(34)                                                                # ranks 27-33 tied:
+    row[at[:27]], row[at[27:]] = torch.linspace(3.0, 1.0, 27), 0.5                             # the k-th (30th) too
+    out.append((Probe("ties at its k-th value (top_k=30 keeps 34)", row, P(top_k=30, seed=1), []), (3,)))
+    row, at = tail(), spots(60)
+    row[at] = torch.linspace(2.5, -1.0, 60)
+    out.append((Probe("a clear k-th value, temperature 0.7", row, P(top_k=40, temperature=0.7, seed=2), []), (5,)))
+    row, at = tail(), spots(20)
+    row[at] = torch.linspace(3.0, 0.0, 20)
+    out.append((Probe("top-p only, a nucleus of about 10", row, P(seed=3), []), (10,)))
+    row, at = tail() - 4.0, spots(80)
+    row[at] = torch.linspace(1.0, -1.0, 80)                                                    # 80 close values
+    out.append((Probe("top-p only, a nucleus that ends at the window's edge (64 columns)", row, P(seed=4), []),
+                (WINDOW - 1, WINDOW)))
+    row, at = tail(), spots(12)
+    row[at[:2]], row[at[2:]] = 2.0, torch.linspace(1.0, 0.0, 10)                               # tied maxima
+    out.append((Probe("tied maxima", row, P(seed=5), []), (1,)))
+    out.append((Probe("tied maxima, greedy", row.clone(), P(temperature=0.0), []), ()))
+    out.append((Probe("tied maxima, top_k=1 keeps both", row.clone(), P(top_k=1, seed=6), []), ()))
+    row, at = tail(), spots(30)
+    row[at] = torch.linspace(2.0, -0.5, 30)
+    out.append((Probe("a penalised row (1.3 on its top 3)", row, P(top_k=20, temperature=1.2, repetition_penalty=1.3, seed=7),
+                      [int(i) for i in at[:3]]), (4,)))
+    out.append((Probe("a plain row, temperature 1.3", torch.randn(vocab, generator=g), P(temperature=1.3, seed=8), []), ()))
+    return out
+
+
+def placed(ctx, probes):
+    """The probes, each top_p row once per side of each of its boundaries: [Probe]."""
+    out = []
+    for probe, ranks in probes:
+        if not ranks:
+            out.append(probe)
+            continue
+        p = probe.params
+
+        def make(top_p, p=p):
+            return ctx.params(temperature=p.temperature, top_k=p.top_k, top_p=top_p,
+                              repetition_penalty=p.repetition_penalty, seed=p.seed)
+        for rank in ranks:
+            sides = boundary(ctx, probe, rank, make)
+            for side, top_p in zip(("just below", "at"), sides or ()):
+                out.append(Probe(f"{probe.label}; top_p {side} its own boundary between keeping {rank} and {rank + 1}",
+                                 probe.row, make(top_p), probe.history))
+    return out
+
+
+def peers(ctx, vocab, probe, window_k):
+    """{name: (rows [n, V], params, histories)}: one kind of peer each, the kinds that move a row whose route or sums
+    the batch decides."""
+    P, g = ctx.params, torch.Generator().manual_seed(vocab + 1)
+    spread = lambda: torch.randn(1, vocab, generator=g) * 2.0                                # noqa: E731
+    top = [int(i) for i in torch.topk(probe.row, 3).indices]
+    kinds = {f"a peer with top_k = V - 1 = {vocab - 1}": (spread(), [P(top_k=vocab - 1, seed=101)]),
+             f"a peer with top_k = V = {vocab} (off) and top_p=0.9": (spread(), [P(top_k=vocab, top_p=0.9, seed=102)])}
+    if vocab - 1 > window_k + 1:
+        kinds[f"a peer with top_k = {window_k + 20} (above WINDOW_K = {window_k})"] = (spread(), [P(top_k=window_k + 20, seed=103)])
+    kinds["a flat top-p-only peer (its nucleus cannot fit a window)"] = (torch.randn(1, vocab, generator=g) * 0.01,
+                                                                         [P(top_p=0.9, seed=104)])
+    kinds["a greedy peer"] = (spread(), [P(temperature=0.0)])
+    kinds["a penalised peer (2.0 on this row's top 3 ids)"] = (spread(), [P(top_k=10, repetition_penalty=2.0, seed=106)])
+    p = probe.params
+    kinds["its own copy (another seed)"] = (probe.row[None].clone(), [ctx.params(
+        temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, repetition_penalty=p.repetition_penalty,
+        seed=None if p.seed is None else p.seed + 1000)])
+    out = {}
+    for name, (rows, params) in kinds.items():
+        history = top if "penalised peer" in name else (probe.history if "own copy" in name else [])
+        out[name] = (rows, params, [history])
+    return out
