@@ -125,6 +125,9 @@ def test_notebook_runs_top_to_bottom_headless(notebook, tmp_path, monkeypatch):
         assert ("is still a stub" in printed and "code: penalized_fp32 from solutions/p08_sampler_fast.py" in printed) \
             if notebook.endswith("en") else \
             ("还是桩代码" in printed and "代码：penalized_fp32 来自 solutions/p08_sampler_fast.py" in printed)
+        # the prose on the blog's clamp_min says "about 50 in every million draws": what the cell computes
+        draws = re.findall(r"(?:in 1,000,000 steps: about|1,000,000 步里预计抽到被删 token：约) (\d+)", printed)
+        assert len(draws) == 1 and 40 <= int(draws[0]) <= 60, draws
     else:                                                              # the stub ran nothing: §5 never says "yours"
         assert not re.search(r"your apply_top_p|你的 apply_top_p", printed), printed
         assert ("the reference" if notebook.endswith("en") else "参考解") in printed
