@@ -9,14 +9,13 @@ import textwrap
 from itertools import product
 
 from matplotlib import colormaps
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from course import bench
 from course.bench import learner, machine, opcount
 from course.lang import pick
 from course.notebook.bench_view import LABELS
-from course.notebook.plotting import fig_text
+from course.notebook.plotting import fig_text, new_figure
 
 # the table: seed 004's case first, its V swept up to Qwen's 151936, and a small batch where the loop wins
 TABLE_CASES = [("seed 004: k40 p.9", 64, 50257, "seed004", "peaked"),
@@ -28,7 +27,6 @@ GRID_B = (1, 2, 4, 16, 64)
 GRID_V = (1024, 4096, 50257, 151936)
 GRID_METHODS = ("reference", "fast", "floor")
 REPEAT, BUDGET_S = 3, 0.3          # a few rounds each: the notebook is run by the self-tests too
-WIDTH_IN, DPI = 5.6, 100           # 560 px: drawn 1:1 in JupyterLab's output area at a 1024 px window
 
 COLORS = bench.COLORS
 V_NAMES = {50257: "GPT-2", 151936: "Qwen", 32000: "Llama 2"}
@@ -72,7 +70,7 @@ def markdown(lines) -> str:
 def draw_bench(results, lang="zh"):
     """Grouped bars (log scale): median ms per method and case; the legend above the axes, never on a bar."""
     methods = [m for m in (*bench.METHODS[:4], "yours", "floor") if any(m in r["ms"] for r in results)]
-    fig = Figure(figsize=(WIDTH_IN, 3.9), dpi=DPI, layout="constrained")
+    fig = new_figure(390)
     ax = fig.add_subplot()
     width = 0.84 / len(methods)
     for j, m in enumerate(methods):
@@ -115,7 +113,7 @@ def draw_crossover(results, lang="zh"):
     """Speed-up of the fast path over the P08 loop against B, one line per V (log-log); above 1 the fast path wins.
     Each V's crossover (the B where its line crosses 1, from the points that are not noise) is marked; noisy
     points are hollow."""
-    fig = Figure(figsize=(WIDTH_IN, 4.6), dpi=DPI, layout="constrained")
+    fig = new_figure(460)
     ax = fig.add_subplot()
     gains = speedups(results)
     noisy = {(r["B"], r["V"]) for r in results if machine.noisy(r)}

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from course import drive
 from course.bench.baselines import BlogSampler, fast_sampler, reference_sampler
 from course.notebook.bench_figures import COLORS
-from course.notebook.plotting import fig_text
+from course.notebook.plotting import fig_text, new_figure
 from course.sampling_params import SamplingParams
 
 RUNS, TOKENS, VOCAB = 100, 20, 512
@@ -82,7 +82,7 @@ def draw_distinct(counts: dict, lang="zh", tokens=TOKENS) -> Figure:
     from course.notebook.bench_view import LABELS
     names = list(counts)
     runs = max(c["runs"] for c in counts.values())
-    fig = Figure(figsize=(5.6, 0.5 * len(names) + 1.4), dpi=100, layout="constrained")   # 560 px wide
+    fig = new_figure(50 * len(names) + 140)
     ax = fig.add_subplot()
     values = [counts[n]["distinct"] for n in names]
     bars = ax.barh(range(len(names)), values, color=[COLORS[n] for n in names], height=0.6)

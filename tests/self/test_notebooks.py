@@ -38,40 +38,61 @@ def test_notebook_is_committed_without_outputs(notebook):
     assert not dirty, f"{ALL_NOTEBOOKS[notebook].name}: cells {dirty} carry outputs; clear them before committing"
 
 
+STEP = r"(\d+[a-z]?)"     # a stub's step: 4, or one part of a split step: 4a, 4b, 4c
+
+
+def stub_steps(problem) -> set:
+    """The steps of a problem's stub, as written in its TODO tags: {'1', '2', '3', '4a', '4b', '4c', ...}."""
+    p = problems.get(problem)
+    return set(re.findall(re.escape(p.todo_tag) + STEP + r"\)", p.path("stub").read_text(encoding="utf-8")))
+
+
+def section_headings(nb) -> dict:
+    """{'4a': '## §4a ...', ...}: the notebook's numbered sections by their number, lettered parts included."""
+    return {m.group(1): c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"
+            for m in [re.match(r"## §" + STEP + " ", c.source)] if m}
+
+
 @pytest.mark.parametrize("problem", list(NOTEBOOKS))
 def test_notebook_has_a_section_per_stub_step(problem):
-    """The stub's errors say 'see notebooks/<notebook> §N': every TODO step N has a '## §N ' section."""
+    """The stub's errors say 'see notebooks/<notebook> §N': every TODO step N (4, or 4a) has a '## §N ' section,
+    and every step an error names is a TODO step."""
     p = problems.get(problem)
     stub = p.path("stub")
     if not stub.exists():
         pytest.skip(f"{problem} has no stub yet")
     text = stub.read_text(encoding="utf-8")
-    steps = {int(n) for n in re.findall(re.escape(p.todo_tag) + r"(\d+)\)", text)}
+    steps = stub_steps(problem)
     assert steps and f"see {p.notebook} §" in text
+    raised = {step for _, step in re.findall(r"_todo\((\"?)" + STEP + r"\1, ", text)}
+    assert raised and raised <= steps, f"the stub's errors name steps {sorted(raised)}, its TODOs {sorted(steps)}"
     for path in (p.path("notebook"), p.path("notebook_en")):
-        nb = nbformat.read(path, as_version=4)
-        headings = [c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"]
-        for step in sorted(steps | ({0} if problem == "p08" else set())):
-            assert any(h.startswith(f"## §{step} ") for h in headings), f"{path.name}: no '## §{step}' section"
+        headings = section_headings(nbformat.read(path, as_version=4))
+        for step in sorted(steps | ({"0"} if problem == "p08" else set())):
+            assert step in headings, f"{path.name}: no '## §{step} ' section"
 
 
-FAST_SECTIONS = {1: ["penalized_fp32"], 2: ["route"], 3: ["window_topk", "canonical_window"],
-                 4: ["prefix_sum", "row_total", "filter_window", "_parts"], 5: ["filtered_probs"],
-                 6: ["inverse_cdf", "_uniforms"], 7: ["course/selection.py"]}
+FAST_SECTIONS = {"1": ["penalized_fp32"], "2": ["route"], "3": ["window_topk", "canonical_window"],
+                 "4a": ["prefix_sum", "row_total"], "4b": ["filter_window"], "4c": ["_parts"],
+                 "5": ["filtered_probs"], "6": ["inverse_cdf", "_uniforms"], "7": ["course/selection.py"]}
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_fast_notebook_follows_the_stubs_steps_by_name_and_never_widens(lang):
-    """§1-§6 carry the stub's function names in their headings, §7 is the exact route; no trace of the old
-    widening window (GROW, SORT_FRACTION, a full-sort fallback) in the prose, the code or the panel's module."""
+    """§1-§6 (§4 as §4a-§4c) are the stub's steps and carry, in their headings, the functions whose errors name that
+    step; §0 says why, §7 is the exact route, and no other section exists; no trace of the old widening window
+    (GROW, SORT_FRACTION, a full-sort fallback) in the prose, the code or the panel's module."""
     p = problems.get("p08-fast")
     nb = nbformat.read(p.path("notebook" if lang == "zh" else "notebook_en"), as_version=4)
-    headings = {int(m.group(1)): c.source.splitlines()[0] for c in nb.cells if c.cell_type == "markdown"
-                for m in [re.match(r"## §(\d) ", c.source)] if m}
+    headings = section_headings(nb)
+    assert set(headings) == set(FAST_SECTIONS) | {"0"}, sorted(headings)
+    assert set(FAST_SECTIONS) - {"7"} == stub_steps("p08-fast")
     for step, names in FAST_SECTIONS.items():
         assert all(name in headings[step] for name in names), (step, headings.get(step))
     stub = p.path("stub").read_text(encoding="utf-8")
-    assert all(f"def {name}(" in stub for step in range(1, 6) for name in FAST_SECTIONS[step] if name != "_parts")
+    for step, names in FAST_SECTIONS.items():                         # the section a stub's error sends one to
+        for name in names if step != "7" else []:
+            assert re.search(rf'_todo\("?{step}"?, "(FastSampler\.)?{name}"\)', stub), (step, name)
     text = "\n".join(c.source for c in nb.cells) + (ROOT_DIR / "course/notebook/panel_window.py").read_text()
     assert not re.findall(r"(?i:widen|falls? back|full-sort fallback)|加宽|退回|GROW|SORT_FRACTION", text)
     assert "fast = cw.choose_fast_impl(USE_REFERENCE, LANG)" in text and "fast.label(" in text
@@ -104,6 +125,9 @@ def test_notebook_runs_top_to_bottom_headless(notebook, tmp_path, monkeypatch):
         assert ("is still a stub" in printed and "code: penalized_fp32 from solutions/p08_sampler_fast.py" in printed) \
             if notebook.endswith("en") else \
             ("还是桩代码" in printed and "代码：penalized_fp32 来自 solutions/p08_sampler_fast.py" in printed)
+        # the prose on the blog's clamp_min says "about 50 in every million draws": what the cell computes
+        draws = re.findall(r"(?:in 1,000,000 steps: about|1,000,000 步里预计抽到被删 token：约) (\d+)", printed)
+        assert len(draws) == 1 and 40 <= int(draws[0]) <= 60, draws
     else:                                                              # the stub ran nothing: §5 never says "yours"
         assert not re.search(r"your apply_top_p|你的 apply_top_p", printed), printed
         assert ("the reference" if notebook.endswith("en") else "参考解") in printed
