@@ -199,8 +199,8 @@ def test_a_case_is_noise_when_most_rounds_were_slowed_or_the_floor_crawled():
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_the_grades_last_line_prints_a_bench_command_that_runs_as_printed(lang, capsys):
-    """p08-fast's next step names `{python} -m course.bench ...` (check.sh's interpreter, from the repo root): its options exist
-    and it times mine/ (here a stub: the one-line message, not a usage error)."""
+    """p08-fast's next step names `{python} -m course.bench ...` (check.sh's interpreter, from the repo root): its
+    options exist and it times mine/ (here a stub: the one-line message, not a usage error)."""
     from course import problems
     line = problems.get("p08-fast").next_step(lang)               # {python}: check.sh's interpreter (course/cli.py)
     command = line[line.index("{python} -m course.bench"):].split()
