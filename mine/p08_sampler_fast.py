@@ -12,7 +12,7 @@ A window row whose kept set may reach past its window, and a row with a large to
 course/selection.py, given code (notebook §7, going further). So are `_upload` and `_exact` below.
 `./check.sh p08-fast` grades each step on its own first (T1 penalized_fp32, T2 route, T3 window_topk and
 canonical_window, T4a prefix_sum and row_total, T4b filter_window, T4c _parts, T5 filtered_probs, T6 inverse_cdf
-and the streams), then the whole FastSampler (F1-F6 and the checks P08 shares). `--watch` re-grades on every save.
+and the streams), then the whole FastSampler (F1-F9 and the checks P08 shares). `--watch` re-grades on every save.
 """
 from typing import NamedTuple
 

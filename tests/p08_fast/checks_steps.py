@@ -28,22 +28,22 @@ INF = float("inf")
 def step(*names):
     """The check grades these step functions (a dotted name is a method: "FastSampler._uniforms"); a file that has
     a FastSampler but not them (a fast path written in its own shape, which the contract allows) passes with a
-    note: F1-F6 and the whole-sampler checks grade it."""
+    note: F1-F9 and the whole-sampler checks grade it."""
     def wrap(fn):
         @functools.wraps(fn)
         def run(ctx):
             missing = [n for n in names if _lookup(ctx.impl, n) is None]
             if missing and getattr(ctx.impl, ctx.sampler_name, None) is not None:
-                ctx.notes.append(ctx.t(f"你的文件里没有 {', '.join(missing)}：这一步不单独评分，由 F1-F6 和整体检查评 FastSampler",
-                                       f"no {', '.join(missing)} in your file: this step is not graded on its own; F1-F6 and "
+                ctx.notes.append(ctx.t(f"你的文件里没有 {', '.join(missing)}：这一步不单独评分，由 F1-F9 和整体检查评 FastSampler",
+                                       f"no {', '.join(missing)} in your file: this step is not graded on its own; F1-F9 and "
                                        f"the whole-sampler checks grade your FastSampler"))
                 return None
             other = [n for n in names if not _takes_the_steps_arguments(_lookup(ctx.impl, n), n)]
             if other and getattr(ctx.impl, ctx.sampler_name, None) is not None:   # a helper of the same name, own design
                 shown = ", ".join(f"{n}{inspect.signature(_lookup(ctx.impl, n))}" for n in other)
-                ctx.notes.append(ctx.t(f"你的 {shown} 的参数和这一步的不一样：按你自己的设计处理，这一步不单独评分，由 F1-F6 和整体检查评 FastSampler",
+                ctx.notes.append(ctx.t(f"你的 {shown} 的参数和这一步的不一样：按你自己的设计处理，这一步不单独评分，由 F1-F9 和整体检查评 FastSampler",
                                        f"your {shown} takes other arguments than this step's: treated as your own design, this "
-                                       f"step is not graded on its own; F1-F6 and the whole-sampler checks grade your FastSampler"))
+                                       f"step is not graded on its own; F1-F9 and the whole-sampler checks grade your FastSampler"))
                 return None
             return fn(ctx)
         return run
