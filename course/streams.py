@@ -27,7 +27,7 @@ def mix64(z: int) -> int:
 
 def stream_uniform(seed: int, n: int) -> float:
     """The n-th uniform (n = 0, 1, ...) of the stream keyed by seed: 53 random bits as a float64 in [0, 1)."""
-    return (mix64((mix64(seed & MASK) + (n + 1) * GAMMA) & MASK) >> 11) * 2.0 ** -53
+    return (mix64((mix64(int(seed) & MASK) + (n + 1) * GAMMA) & MASK) >> 11) * 2.0 ** -53   # int(): numpy ints too
 
 
 def _mix64_array(z):
