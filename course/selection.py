@@ -89,17 +89,20 @@ def bucket_members(x, temp, bucket, weight, cum, wanted):
     return rows, ids, z, above + ahead, above + ahead + w
 
 
-def crossing(members, quota, n):
-    """Per row the member with before < quota <= after, if it was listed: (listed [n, 1] bool, ids, z, after [n, 1]).
+def crossing(members, quota, n, with_z=True):
+    """Per row the member with before < quota <= after, if it was listed: (listed [n, 1] bool, ids, z, after [n, 1];
+    z None unless with_z).
 
     At most one member of a row crosses, so adding every row's members, zero but for that one, gives it exactly in
     any order; rows with none listed get 0 (index_add_, not a boolean index: no host sync)."""
     rows, ids, z, before, after = members
     q = quota[rows, 0]                                                           # [c]
     hit = (before < q) & (q <= after)                                            # [c] at most one per row
-    out = [torch.zeros(n, dtype=v.dtype, device=v.device).index_add_(0, rows, torch.where(hit, v, 0))
-           for v in (hit.long(), ids, z, after)]                                 # [n] each
-    return out[0][:, None] > 0, out[1][:, None], out[2][:, None], out[3][:, None]
+    found = torch.stack([hit.long(), ids, after], 1) * hit[:, None]              # [c, 3] zero but the crossing
+    found = torch.zeros(n, 3, dtype=found.dtype, device=found.device).index_add_(0, rows, found)  # [n, 3]
+    if with_z:
+        z = torch.zeros(n, 1, dtype=z.dtype, device=z.device).index_add_(0, rows, torch.where(hit, z, 0)[:, None])
+    return found[:, :1] > 0, found[:, 1:2], z if with_z else None, found[:, 2:]
 
 
 def select_crossing(x, temp, bucket, weight, cum, quota):
@@ -142,9 +145,9 @@ def _sorted_crossing(order, z, after, quota):
     return order.gather(1, at), z.gather(1, at), after.gather(1, at)
 
 
-def _listed_crossing(members, quota, total):
+def _listed_crossing(members, quota, total, with_z=True):
     """(ids, z, after) [n, 1] of the crossing token among bucket members; (0, 0, total) where none was listed."""
-    listed, ids, z, after = crossing(members, quota, len(total))
+    listed, ids, z, after = crossing(members, quota, len(total), with_z)
     return ids, z, torch.where(listed, after, total)
 
 
@@ -182,7 +185,7 @@ def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False, w
     if small:
         after_s = units.gather(1, order).cumsum(-1)                              # [n, V] exact: integers
         total = after_s[:, -1:]
-        def cross(quota):
+        def cross(quota, with_z=True):
             return _sorted_crossing(order, z_s, after_s, quota)
     else:
         cum = bucket_cumsum(bucket, units)                                       # [n, NB]
@@ -200,14 +203,14 @@ def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False, w
             cols = torch.arange(cum.shape[1], device=dev)                        # [NB]
             wanted |= (cols >= reach[:, 1:]) & (cols <= reach[:, :1])
         members = bucket_members(x, temp, bucket, units, cum, wanted)
-        def cross(quota):
-            return _listed_crossing(members, quota, total)
-    cut_id, cut, kept = cross(quota)                                             # the top-p cut, per row
-    cut_z = torch.where(quota > 0, cut, cut_z)                                   # [n, 1]
-    cut_id = torch.where(quota > 0, cut_id, vocab)                               # [n, 1] top-k ties: all kept
+        def cross(quota, with_z=True):
+            return _listed_crossing(members, quota, total, with_z)
+    cut_id, cut, kept = cross(quota, with_z=u is None)                           # the top-p cut, per row
     kept = torch.where(quota > 0, kept, total)                                   # [n, 1] kept mass, in units
     if u is not None:
-        return cross(torch.minimum((u * kept.double()).long() + 1, kept))[0]    # step 6: the draw
+        return cross(torch.minimum((u * kept.double()).long() + 1, kept), with_z=False)[0]  # step 6: the draw
+    cut_z = torch.where(quota > 0, cut, cut_z)                                   # [n, 1]
+    cut_id = torch.where(quota > 0, cut_id, vocab)                               # [n, 1] top-k ties: all kept
     keep = (z > cut_z) | ((z == cut_z) & (torch.arange(vocab, device=dev) <= cut_id))   # [n, V]
     mass = (kept.double() / 2.0 ** (62 - vocab.bit_length())).float()           # [n, 1] units -> weight
     return torch.where(keep, e, 0.0) / mass                                      # [n, V] exact zeros outside
