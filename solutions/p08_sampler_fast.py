@@ -185,8 +185,8 @@ def _upload(params, routes, u, vocab, device):
                      [p.top_p for p in params], u, [i for rows in routes for i in rows]], dtype=np.float64)  # [5, B]
     cols[0, cols[0] < GREEDY_TEMPERATURE] = 1.0                                  # greedy rows: never divided
     cols[2, cols[2] >= 1] = INF                                                  # top-p off
-    flat = torch.tensor(cols, device=device)                                     # [5, B] float64, the upload
-    return flat[:4].T, flat[4].long()                                            # [B, 4] (a view), [B]
+    flat = torch.tensor(np.ascontiguousarray(cols.T), device=device)             # [B, 5] float64, the upload
+    return flat[:, :4], flat[:, 4].long()                                        # [B, 4] (a view), [B]
 
 
 # the sampler ----------------------------------------------------------------------------------------
