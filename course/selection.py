@@ -18,19 +18,35 @@ BUCKET_SHIFT = 16    # a bucket: the float bits of a weight without the low 16 (
 N_BUCKETS = (0x3F800000 >> BUCKET_SHIFT) + 1    # weights lie in [0, 1]; 0x3F800000 is the bits of 1.0
 
 
+def row_weights(z, top=None, out=None):
+    """z [n, V] -> e = exp(z - max) [n, V] in [0, 1] and units [n, V] int64 = floor(e * 2**(62 - V.bit_length())):
+    fixed-point weights whose int64 sums are exact (< 2**62) in any order, so a row's total is the same in any batch.
+
+    top [n, 1]: the rows' max when the caller knows it (a window's first column); out: buffers (e, units, scratch
+    fp32), by default the ones kept for this shape (_work: fresh 10-100 MB tensors cost page faults that can exceed
+    the arithmetic on a CPU), which the next call of this shape overwrites.
+    """
+    if out is None:
+        work = _work(*z.shape, z.device)                                         # (e, bucket, units, scratch)
+        out = (work[0], work[2], work[3]) if work else (torch.empty_like(z), torch.empty(
+            z.shape, dtype=torch.long, device=z.device), torch.empty_like(z))
+    e, units, scratch = out
+    torch.sub(z, z.amax(-1, keepdim=True) if top is None else top, out=e).exp_()  # [n, V] in [0, 1], max -> 1
+    units.copy_(torch.mul(e, 2.0 ** (62 - e.shape[-1].bit_length()), out=scratch))  # [n, V] floor: fixed point
+    return e, units
+
+
 def weights_and_buckets(z, out=None):
     """z [n, V] -> e = exp(z - max) [n, V], bucket [n, V] int64 (grows with e), units [n, V] int64.
 
     bucket = e's float bits >> 16: a log-scale histogram bin (exponent and 7 mantissa bits); units = floor(e *
-    2**(62 - V.bit_length())): fixed-point weights whose int64 sums are exact (< 2**62), in any order.
-    out: optional buffers (e, bucket, units, scratch fp32), reused across calls (fresh 10-100 MB tensors
-    cost page faults that can exceed the arithmetic on a CPU).
+    2**(62 - V.bit_length())): fixed-point weights whose int64 sums are exact (< 2**62), in any order (row_weights).
+    out: optional buffers (e, bucket, units, scratch fp32), reused across calls.
     """
     e, bucket, units, scratch = out or (torch.empty_like(z), *(torch.empty(z.shape, dtype=torch.long,
                                         device=z.device) for _ in range(2)), torch.empty_like(z))
-    torch.sub(z, z.amax(-1, keepdim=True), out=e).exp_()                       # [n, V] in [0, 1], max -> 1
+    row_weights(z, None, (e, units, scratch))                                    # [n, V] each
     torch.bitwise_right_shift(e.view(torch.int32), BUCKET_SHIFT, out=bucket)     # [n, V]
-    units.copy_(torch.mul(e, 2.0 ** (62 - e.shape[-1].bit_length()), out=scratch))  # [n, V] floor: fixed point
     return e, bucket, units
 
 
@@ -66,18 +82,27 @@ def bucket_members(x, temp, bucket, weight, cum, wanted):
     ahead = w.cumsum(0) - w                                                      # [c] exact: integers
     first = torch.ones_like(rows, dtype=torch.bool)
     first[1:] = (rows[1:] != rows[:-1]) | (b[1:] != b[:-1])                      # [c] a bucket's first member
-    ahead = ahead - ahead[first.nonzero()[:, 0]][first.cumsum(0) - 1]           # [c] ahead within its bucket
+    start = torch.where(first, torch.arange(len(first), device=first.device), 0).cummax(0).values  # [c] its
+    ahead = ahead - ahead[start]                                                 # bucket's first member: no sync
     above = _flat(cum).index_select(0, rows * cum.shape[1] + cum.shape[1] - 1) - _flat(cum).index_select(
         0, rows * cum.shape[1] + b)                                              # [c] weight of higher buckets
     return rows, ids, z, above + ahead, above + ahead + w
 
 
-def crossing(members, quota):
-    """(rows [m], ids, z, after): per row the member with before < quota <= after, if it was listed."""
+def crossing(members, quota, n, with_z=True):
+    """Per row the member with before < quota <= after, if it was listed: (listed [n, 1] bool, ids, z, after [n, 1];
+    z None unless with_z).
+
+    At most one member of a row crosses, so adding every row's members, zero but for that one, gives it exactly in
+    any order; rows with none listed get 0 (index_add_, not a boolean index: no host sync)."""
     rows, ids, z, before, after = members
     q = quota[rows, 0]                                                           # [c]
-    hit = ((before < q) & (q <= after)).nonzero()[:, 0]                          # [m] at most one per row
-    return rows[hit], ids[hit, None], z[hit, None], after[hit, None]
+    hit = (before < q) & (q <= after)                                            # [c] at most one per row
+    found = torch.stack([hit.long(), ids, after], 1) * hit[:, None]              # [c, 3] zero but the crossing
+    found = torch.zeros(n, 3, dtype=found.dtype, device=found.device).index_add_(0, rows, found)  # [n, 3]
+    if with_z:
+        z = torch.zeros(n, 1, dtype=z.dtype, device=z.device).index_add_(0, rows, torch.where(hit, z, 0)[:, None])
+    return found[:, :1] > 0, found[:, 1:2], z if with_z else None, found[:, 2:]
 
 
 def select_crossing(x, temp, bucket, weight, cum, quota):
@@ -88,9 +113,7 @@ def select_crossing(x, temp, bucket, weight, cum, quota):
     """
     wanted = torch.zeros(cum.shape, dtype=torch.bool, device=cum.device)         # [n, NB]
     wanted.scatter_(1, bucket_of(cum, quota), True)                              # the crossing bucket only
-    rows, ids, z, after = crossing(bucket_members(x, temp, bucket, weight, cum, wanted), quota)
-    assert len(rows) == len(x), "every row has exactly one crossing token"
-    return ids, z, after
+    return crossing(bucket_members(x, temp, bucket, weight, cum, wanted), quota, len(x))[1:]
 
 
 def _flat(t):
@@ -122,29 +145,33 @@ def _sorted_crossing(order, z, after, quota):
     return order.gather(1, at), z.gather(1, at), after.gather(1, at)
 
 
-def _listed_crossing(members, quota, total):
+def _listed_crossing(members, quota, total, with_z=True):
     """(ids, z, after) [n, 1] of the crossing token among bucket members; (0, 0, total) where none was listed."""
-    hit, ids, z, after = crossing(members, quota)
-    out = (torch.zeros_like(total), torch.zeros(total.shape, device=total.device), total.clone())
-    for t, v in zip(out, (ids, z, after)):
-        t.index_copy_(0, hit, v)                                                  # one op, whatever len(hit)
-    return out
+    listed, ids, z, after = crossing(members, quota, len(total), with_z)
+    return ids, z, torch.where(listed, after, total)
 
 
-def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False):
+def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False, weights=None):
     """Steps 4-6 of the rows of x [n, V] by selection: tokens [n, 1] given u [n, 1], else probs [n, V].
 
     temp [n, 1] fp32, top_k [n, 1] long (0: off), top_p [n, 1] (inf: off), u [n, 1] float64 in [0, 1);
-    has_top_k=False: no row has top-k on; unit_temp: every temperature is 1 (the host knows; each saves a pass).
+    has_top_k=False: no row has top-k on; unit_temp: every temperature is 1 (the host knows; each saves a pass);
+    weights: (e, units) = row_weights(x / temp) of these rows when the caller has them already (a top-p window
+    weighed its rows for their 100 %): the pass over [n, V] is not paid twice.
     Every decision is an integer crossing (before < quota <= after) in the reference's order: top-k counts to the
     k-th value and weighs 0 below it; top-p cuts at the crossing token c of ceil(top_p * mass) and keeps the tokens
     at or ahead of c; the draw is the crossing token of u * kept. Fixed-point int64 weights add exactly in any
     order, so a row's answer is the same in any batch and on any device. Rows of a small vocabulary sort instead.
     """
     n, vocab, dev = x.shape[0], x.shape[1], x.device
-    z = x if unit_temp else x / temp                                             # [n, V]; x / 1 is x
-    e, bucket, units = weights_and_buckets(z, _work(n, vocab, dev))              # [n, V] each
     small = vocab <= SORT_MAX_V
+    if weights is None or has_top_k or small or u is None:                       # else only the weights need z
+        z = x if unit_temp else x / temp                                         # [n, V]; x / 1 is x
+    if weights is None:
+        e, bucket, units = weights_and_buckets(z, _work(n, vocab, dev))          # [n, V] each
+    else:
+        (e, units), work = weights, _work(n, vocab, dev)
+        bucket = torch.bitwise_right_shift(e.view(torch.int32), BUCKET_SHIFT, out=work[1] if work else None)
     if small:
         z_s, order = torch.sort(z, dim=-1, descending=True, stable=True)         # [n, V]
     cut_z = torch.full((n, 1), -INF, device=dev)                                 # [n, 1] no cut: keep all
@@ -158,7 +185,7 @@ def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False):
     if small:
         after_s = units.gather(1, order).cumsum(-1)                              # [n, V] exact: integers
         total = after_s[:, -1:]
-        def cross(quota):
+        def cross(quota, with_z=True):
             return _sorted_crossing(order, z_s, after_s, quota)
     else:
         cum = bucket_cumsum(bucket, units)                                       # [n, NB]
@@ -176,14 +203,14 @@ def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False):
             cols = torch.arange(cum.shape[1], device=dev)                        # [NB]
             wanted |= (cols >= reach[:, 1:]) & (cols <= reach[:, :1])
         members = bucket_members(x, temp, bucket, units, cum, wanted)
-        def cross(quota):
-            return _listed_crossing(members, quota, total)
-    cut_id, cut, kept = cross(quota)                                             # the top-p cut, per row
-    cut_z = torch.where(quota > 0, cut, cut_z)                                   # [n, 1]
-    cut_id = torch.where(quota > 0, cut_id, vocab)                               # [n, 1] top-k ties: all kept
+        def cross(quota, with_z=True):
+            return _listed_crossing(members, quota, total, with_z)
+    cut_id, cut, kept = cross(quota, with_z=u is None)                           # the top-p cut, per row
     kept = torch.where(quota > 0, kept, total)                                   # [n, 1] kept mass, in units
     if u is not None:
-        return cross(torch.minimum((u * kept.double()).long() + 1, kept))[0]    # step 6: the draw
+        return cross(torch.minimum((u * kept.double()).long() + 1, kept), with_z=False)[0]  # step 6: the draw
+    cut_z = torch.where(quota > 0, cut, cut_z)                                   # [n, 1]
+    cut_id = torch.where(quota > 0, cut_id, vocab)                               # [n, 1] top-k ties: all kept
     keep = (z > cut_z) | ((z == cut_z) & (torch.arange(vocab, device=dev) <= cut_id))   # [n, V]
     mass = (kept.double() / 2.0 ** (62 - vocab.bit_length())).float()           # [n, 1] units -> weight
     return torch.where(keep, e, 0.0) / mass                                      # [n, V] exact zeros outside

@@ -12,6 +12,8 @@ anyway. The stream keeps the contract of a generator: continuous across steps (t
 free (the count is dropped), decided by the seed, and the same in any batch (nothing in it depends on the
 other rows). vLLM's and SGLang's seeded sampling key their streams the same way, on the device.
 """
+import numpy as np
+
 MASK = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15      # 2**64 / the golden ratio, odd: SplitMix64's step
 
@@ -25,4 +27,24 @@ def mix64(z: int) -> int:
 
 def stream_uniform(seed: int, n: int) -> float:
     """The n-th uniform (n = 0, 1, ...) of the stream keyed by seed: 53 random bits as a float64 in [0, 1)."""
-    return (mix64((mix64(seed & MASK) + (n + 1) * GAMMA) & MASK) >> 11) * 2.0 ** -53
+    return (mix64((mix64(int(seed) & MASK) + (n + 1) * GAMMA) & MASK) >> 11) * 2.0 ** -53   # int(): numpy ints too
+
+
+def _mix64_array(z):
+    """mix64 of a numpy uint64 array (its arithmetic wraps modulo 2**64, as `& MASK` does above)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def stream_uniforms(seeds, counts):
+    """[stream_uniform(s, n) for s, n in zip(seeds, counts)], bit for bit: numpy computes a batch's at once (a few
+    rows take the loop: numpy's fixed cost per call is more than theirs)."""
+    if len(seeds) < 16:
+        return [stream_uniform(seed, n) for seed, n in zip(seeds, counts)]
+    try:
+        keys = np.array(seeds, dtype=np.uint64)                                  # a seed in [0, 2**64)
+    except OverflowError:                                                        # a negative or larger seed
+        keys = np.array([int(seed) & MASK for seed in seeds], dtype=np.uint64)
+    steps = (np.array(counts, dtype=np.uint64) + np.uint64(1)) * np.uint64(GAMMA)
+    return ((_mix64_array(_mix64_array(keys) + steps) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53).tolist()

@@ -16,11 +16,12 @@ and the streams), then the whole FastSampler (F1-F9 and the checks P08 shares). 
 """
 from typing import NamedTuple
 
+import numpy as np  # given: _upload builds the knobs as numpy columns
 import torch
 
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs  # given  # noqa: F401
-from course.selection import exact_rows  # given: the exact route (step "going further")
-from course.streams import stream_uniform  # given: stream_uniform(seed, n) -> the n-th uniform of a stream  # noqa: F401
+from course.selection import exact_rows, row_weights  # given: the exact route; a row's weights over V  # noqa: F401
+from course.streams import stream_uniform, stream_uniforms  # given: the n-th uniform of a stream (one, many)  # noqa: F401
 
 __all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "Routes", "route", "window_topk", "canonical_window",
            "prefix_sum", "row_total", "filter_window", "inverse_cdf"]
@@ -170,11 +171,14 @@ def inverse_cdf(cs, total, u, e):
 
 def _upload(params, routes, u, vocab, device):
     """The call's one upload: knobs [B, 4] float64 in batch order (temperature, top_k (0: off), top_p (inf: off),
-    u) and the batch rows in route order [B] (greedy, top_k, top_p, plain, exact)."""
-    knobs = [x for p, ui in zip(params, u) for x in (p.temperature if p.temperature >= GREEDY_TEMPERATURE else 1.0,
-             p.top_k if 0 < p.top_k < vocab else 0, p.top_p if p.top_p < 1 else INF, ui)]
-    flat = torch.tensor(knobs + [i for rows in routes for i in rows], dtype=torch.float64, device=device)
-    return flat[:4 * len(params)].view(-1, 4), flat[4 * len(params):].long()     # [B, 4], [B]
+    u) and the batch rows in route order [B] (greedy, top_k, top_p, plain, exact). Built on the host as numpy
+    columns (one list per knob, no object per row), then one torch.tensor."""
+    cols = np.array([[p.temperature for p in params], [p.top_k if 0 < p.top_k < vocab else 0 for p in params],
+                     [p.top_p for p in params], u, [i for rows in routes for i in rows]], dtype=np.float64)  # [5, B]
+    cols[0, cols[0] < GREEDY_TEMPERATURE] = 1.0                                  # greedy rows: never divided
+    cols[2, cols[2] >= 1] = INF                                                  # top-p off
+    flat = torch.tensor(np.ascontiguousarray(cols.T), device=device)             # [B, 5] float64, the upload
+    return flat[:, :4], flat[:, 4].long()                                        # [B, 4] (a view), [B]
 
 
 # the sampler ----------------------------------------------------------------------------------------
@@ -231,7 +235,8 @@ class FastSampler:
         """
         # TODO(p08-fast.4c): per route (top_k, top_p, plain): its rows = the next slice of order; x's rows, the
         #                    knobs' rows; width; window_topk, the temperature on [n, W] only, canonical_window;
-        #                    top-p-only rows: row_mass = row_total(exp(x / T - max)) over all of V; filter_window
+        #                    top-p-only rows: row_mass = row_total(e) with e from row_weights(x / T, max) over all
+        #                    of V (given: weighed once, so the exact route can reuse them); filter_window
         #                    (complete only for a top-p window of all V: a top-k row's certainty stays its own even
         #                    when the peers' widest top_k makes the window the whole row);
         #                    exact rows = order's tail + the window rows that are not certain (one sync).
@@ -244,6 +249,9 @@ class FastSampler:
             k, xs = knobs, x
         else:
             k, xs = knobs.index_select(0, rows), x.index_select(0, rows)         # [m, 4], [m, V]
+        weighed = getattr(self, "_weighed", None)                                # (rows, (e, units)): top-p-only
+        weights = weighed[1] if weighed and weighed[0] is rows else None         # rows _parts weighed already
         return exact_rows(xs, k[:, :1].float(), k[:, 1:2].long(), k[:, 2:3],
-                          k[:, 3:] if draw else None, has_top_k=bool(routes.top_k or routes.exact),
+                          k[:, 3:] if draw else None, has_top_k=weights is None and bool(routes.top_k or routes.exact),
+                          weights=weights,
                           unit_temp=all(p.temperature == 1 for p in params if p.temperature >= GREEDY_TEMPERATURE))

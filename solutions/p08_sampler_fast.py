@@ -11,16 +11,18 @@ and a row with a large top_k take the exact route: course/selection.py, given co
 
 Batch invariance, bit for bit: a row's route, its window's numbers (elementwise, or prefix sums whose entry j
 is the same adds for any width), its certainty and its uniform depend on the row alone.
-Cost: one upload (every row's knobs and uniform), one host sync (which window rows are certain) and a fixed
-number of torch ops per route, whatever B is.
+Cost: one upload (every row's knobs and uniform; a penalty's pairs are step 1's own), one host sync (which window
+rows are certain) and a fixed number of torch ops per route, whatever B is. A top-p-only row is weighed over V
+once: for its 100 % and, when its window cannot settle it, for the exact route.
 """
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs
-from course.selection import exact_rows
-from course.streams import stream_uniform
+from course.selection import exact_rows, row_weights
+from course.streams import stream_uniform, stream_uniforms  # noqa: F401  (stream_uniform: the notebook reads it here)
 
 __all__ = ["SamplingParams", "FastSampler", "penalized_fp32", "Routes", "route", "window_topk", "canonical_window",
            "prefix_sum", "row_total", "filter_window", "inverse_cdf"]
@@ -35,13 +37,17 @@ INF = float("inf")
 def penalized_fp32(logits, params, prev_tokens):
     """Step 1: fp32 logits [B, V]; the penalty goes onto a copy, at each row's distinct prev ids only."""
     x = logits if logits.dtype == torch.float32 else logits.float()              # [B, V], fp32 input: no copy
-    pairs = [(i, token, p.repetition_penalty) for i, (p, prev) in enumerate(zip(params, prev_tokens))
-             if p.repetition_penalty != 1.0
-             for token in sorted(set(prev.tolist() if isinstance(prev, torch.Tensor) else prev))]
-    if not pairs:
+    rows, ids, pens = [], [], []                                                 # (row, id, penalty) columns
+    for i, (p, prev) in enumerate(zip(params, prev_tokens)):
+        if p.repetition_penalty != 1.0 and len(prev):
+            distinct = set(prev.tolist() if isinstance(prev, torch.Tensor) else prev)
+            rows += [i] * len(distinct)
+            ids += distinct
+            pens += [p.repetition_penalty] * len(distinct)
+    if not rows:
         return x
     x = x.clone() if x is logits else x                                          # never the caller's tensor
-    rows, ids, pens = torch.tensor(pairs, dtype=torch.float64, device=x.device).T  # [n] each, one upload
+    rows, ids, pens = torch.tensor(np.array([rows, ids, pens], dtype=np.float64), device=x.device)  # one upload
     rows, ids = rows.long(), ids.long()
     values = x[rows, ids]                                                        # [n]
     x[rows, ids] = torch.where(values > 0, values / pens.float(), values * pens.float())
@@ -173,11 +179,14 @@ def inverse_cdf(cs, total, u, e):
 
 def _upload(params, routes, u, vocab, device):
     """The call's one upload: knobs [B, 4] float64 in batch order (temperature, top_k (0: off), top_p (inf: off),
-    u) and the batch rows in route order [B] (greedy, top_k, top_p, plain, exact)."""
-    knobs = [x for p, ui in zip(params, u) for x in (p.temperature if p.temperature >= GREEDY_TEMPERATURE else 1.0,
-             p.top_k if 0 < p.top_k < vocab else 0, p.top_p if p.top_p < 1 else INF, ui)]
-    flat = torch.tensor(knobs + [i for rows in routes for i in rows], dtype=torch.float64, device=device)
-    return flat[:4 * len(params)].view(-1, 4), flat[4 * len(params):].long()     # [B, 4], [B]
+    u) and the batch rows in route order [B] (greedy, top_k, top_p, plain, exact). Built on the host as numpy
+    columns (one list per knob, no object per row), then one torch.tensor."""
+    cols = np.array([[p.temperature for p in params], [p.top_k if 0 < p.top_k < vocab else 0 for p in params],
+                     [p.top_p for p in params], u, [i for rows in routes for i in rows]], dtype=np.float64)  # [5, B]
+    cols[0, cols[0] < GREEDY_TEMPERATURE] = 1.0                                  # greedy rows: never divided
+    cols[2, cols[2] >= 1] = INF                                                  # top-p off
+    flat = torch.tensor(np.ascontiguousarray(cols.T), device=device)             # [B, 5] float64, the upload
+    return flat[:, :4], flat[:, 4].long()                                        # [B, 4] (a view), [B]
 
 
 # the sampler ----------------------------------------------------------------------------------------
@@ -234,29 +243,40 @@ class FastSampler:
     # -- internals ------------------------------------------------------------------------------------
     def _uniforms(self, req_ids, params):
         """[B] floats: a seeded row's next number of its own stream, an unseeded row's of the shared stream;
-        greedy rows draw nothing (0.0). A stream is keyed by the seed its request first drew with."""
-        u = []
-        for req_id, p in zip(req_ids, params):
+        greedy rows draw nothing (0.0). A stream is keyed by the seed its request first drew with.
+        The loop only counts; stream_uniforms computes every row's number at once (numpy, on the host)."""
+        keys, counts, drawn = [], [], []                                         # per drawing row; its position
+        for i, (req_id, p) in enumerate(zip(req_ids, params)):
             if p.temperature < GREEDY_TEMPERATURE:
-                u.append(0.0)
-                continue
+                continue                                                         # draws nothing: u = 0.0
             if p.seed is None:
                 self._shared = self._shared or [torch.initial_seed(), 0]         # like the reference's generator
                 stream = self._shared
             else:
                 stream = self._streams.setdefault(req_id, [p.seed, 0])
-            u.append(stream_uniform(*stream))
+            keys.append(stream[0])
+            counts.append(stream[1])
+            drawn.append(i)
             stream[1] += 1
+        values = stream_uniforms(keys, counts)                                   # every drawing row's, at once
+        if len(drawn) == len(params):
+            return values
+        u = [0.0] * len(params)
+        for i, value in zip(drawn, values):
+            u[i] = value
         return u
 
     def _parts(self, x, params, routes, knobs, order):
         """Steps 3-5 for the batch: ([(rows, e, cs, total, ids or None), ...], the exact route's rows [m]).
 
         The top-k rows share a window of the widest top_k + 1, the top-p-only rows one of WINDOW, the plain rows
-        take the whole row in vocab order (ids None). One host sync finds the window rows that are not certain:
-        they join the exact route (their window results are computed, then overridden).
+        take the whole row in vocab order (ids None). A top-p-only row is weighed over all of V once, for its 100 %
+        (row_total's integers); when only such rows are not certain, the exact route gets those weights too
+        (self._weighed). One host sync reads which window rows are certain: the others join the exact route
+        (their window results are computed, then overridden).
         """
-        vocab, windows, checks = x.shape[1], [], []
+        vocab, windows, checks, weighed = x.shape[1], [], [], None
+        self._weighed = None
         start = len(routes.greedy)
         for name, members in zip(("top_k", "top_p", "plain"), routes[1:4]):
             rows, start = order[start:start + len(members)], start + len(members)  # [n]
@@ -277,16 +297,27 @@ class FastSampler:
             row_mass = None
             if name == "top_p":                                                  # [n, 1] top-p's 100 %: all of V
                 z_all = xs if all(params[i].temperature == 1 for i in members) else xs / temp  # x / 1 is x
-                row_mass = row_total(torch.sub(z_all, z[:, :1]).exp_())
+                weighed = row_weights(z_all, z[:, :1])                           # [n, V] e and its int64 units
+                row_mass = (weighed[1].sum(-1, keepdim=True) / 2.0 ** (62 - vocab.bit_length())).float()  # row_total
             complete = name == "top_p" and width == vocab                        # top-k rows: each row's own rule
             e, cs, total, certain = filter_window(z, top_k, top_p, row_mass, complete)  # step 4
             windows.append((rows, e, cs, total, ids))
             checks.append((rows, certain))
         exact = order[start:]                                                    # [m] top_k > WINDOW_K
         if checks:
-            rows, certain = (torch.cat(t) if len(t) > 1 else t[0] for t in zip(*checks))
-            unsure = rows[~certain]                                              # the call's one host sync
-            exact = torch.cat([exact, unsure]) if routes.exact else unsure
+            flags = (torch.cat([c for _, c in checks]) if len(checks) > 1 else checks[0][1]).tolist()  # the one sync
+            unsure, at = [], 0
+            for rows, certain in checks:                                         # per window, its unsure rows:
+                n_unsure = flags[at:at + len(rows)].count(False)                 # positions in rows, ascending
+                at += len(rows)                                                  # (a stable argsort: False first)
+                unsure.append(certain.argsort(stable=True)[:n_unsure] if n_unsure else None)
+            parts = [exact] * bool(routes.exact) + [rows[pick] for (rows, _), pick in zip(checks, unsure)
+                                                     if pick is not None]
+            exact = torch.cat(parts) if len(parts) > 1 else parts[0] if parts else exact  # [m]
+            pick = unsure[-1]
+            if routes.top_p and not routes.exact and pick is not None and all(q is None for q in unsure[:-1]):
+                every = len(pick) == len(routes.top_p)                           # only top-p-only rows are unsure:
+                self._weighed = (exact, weighed if every else tuple(t[pick] for t in weighed))  # their weights
         return windows, exact
 
     def _exact(self, x, params, routes, knobs, rows, draw):
@@ -296,6 +327,9 @@ class FastSampler:
             k, xs = knobs, x
         else:
             k, xs = knobs.index_select(0, rows), x.index_select(0, rows)         # [m, 4], [m, V]
+        weighed = getattr(self, "_weighed", None)                                # (rows, (e, units)): top-p-only
+        weights = weighed[1] if weighed and weighed[0] is rows else None         # rows _parts weighed already
         return exact_rows(xs, k[:, :1].float(), k[:, 1:2].long(), k[:, 2:3],
-                          k[:, 3:] if draw else None, has_top_k=bool(routes.top_k or routes.exact),
+                          k[:, 3:] if draw else None, has_top_k=weights is None and bool(routes.top_k or routes.exact),
+                          weights=weights,
                           unit_temp=all(p.temperature == 1 for p in params if p.temperature >= GREEDY_TEMPERATURE))

@@ -368,6 +368,8 @@ def main(argv=None):
     print(format_counts(results, methods, markdown=args.markdown))
     print("per sample() call: torch ops / host syncs / uploads of Python data "
           "(torch.profiler; the same on any CPU for one torch version)")
+    from course.bench import hostwork            # the fast path's host work per row, a figure of its own
+    print(hostwork.report(), "(each host step timed alone, min of repeats)")
     if args.png:
         save_png(results, args.png, methods)
         print(f"chart: {args.png}")

@@ -139,11 +139,11 @@ FAST_STEPS = [
            (("            stream[1] += 1", "            pass"),),
            "every step draws the stream's first number", "second step"),
     Mutant("stream_keyed_by_position", "T6.streams",
-           (("stream = self._streams.setdefault(req_id, [p.seed, 0])", "stream = self._streams.setdefault(len(u), [p.seed, 0])"),),
+           (("stream = self._streams.setdefault(req_id, [p.seed, 0])", "stream = self._streams.setdefault(i, [p.seed, 0])"),),
            "streams kept by batch position, not by request", "another order"),
     Mutant("stream_counts_greedy_rows", "T6.streams",
-           (("                u.append(0.0)\n                continue",
-             "                u.append(0.0)\n                if p.seed is not None:\n"
+           (("            if p.temperature < GREEDY_TEMPERATURE:\n                continue",
+             "            if p.temperature < GREEDY_TEMPERATURE:\n                if p.seed is not None:\n"
              "                    self._streams.setdefault(req_id, [p.seed, 0])[1] += 1\n                continue"),),
            "a greedy row advances its stream", "had drawn nothing"),
     Mutant("stream_shared_restarts", "T6.streams",
