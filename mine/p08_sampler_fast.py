@@ -112,7 +112,7 @@ def prefix_sum(e):
 
 def _prefix(e):
     """prefix_sum, or on the CPU torch.cumsum: one sequential pass per row there, so the same floats per row for
-    any W and batch (tests/self/test_chunks.py), in one op instead of log2(W) rounds."""
+    any W and batch (tests/self/test_fast_window.py), in one op instead of log2(W) rounds."""
     return e.cumsum(-1) if e.device.type == "cpu" else prefix_sum(e)
 
 

@@ -2,10 +2,11 @@
 
 Per row, exactly the reference's rule (solutions/p08_sampler.py):
 penalty -> greedy? -> temperature -> top-k -> top-p -> draw from the request's own stream.
-The steps are the stub's (mine/p08_sampler_fast.py) and the notebook's (notebooks/p08_fast_path.ipynb §1-6):
-  1 prepare: fp32 logits, the penalty on a copy           2 route each row by its own params
-  3 the window: the top W values, equal values by id      4 top-k and top-p inside the window
-  5 exact zeros, filtered_probs                           6 one uniform per row from its stream -> token
+The steps are the stub's (mine/p08_sampler_fast.py) and the notebook's (notebooks/p08_fast_path.ipynb §1-§6):
+  1  prepare: fp32 logits, the penalty on a copy        2  route each row by its own params
+  3  the window: the top W values, equal values by id   4a sums whose rounding depends on the row alone
+  4b top-k, top-p, exact zeros, certain in the window   4c _parts: the routes put together, the one sync
+  5  filtered_probs: each row's distribution in [B, V]  6  one uniform per row from its stream -> token
 A window row whose kept set may reach past its window (a tie at its k-th value, a nucleus wider than WINDOW)
 and a row with a large top_k take the exact route: course/selection.py, given code (notebook §7).
 
@@ -118,12 +119,12 @@ def prefix_sum(e):
 
 def _prefix(e):
     """prefix_sum, or on the CPU torch.cumsum: one sequential pass per row there, so the same floats per row for
-    any W and batch (tests/self/test_chunks.py), in one op instead of log2(W) rounds."""
+    any W and batch (tests/self/test_fast_window.py), in one op instead of log2(W) rounds."""
     return e.cumsum(-1) if e.device.type == "cpu" else prefix_sum(e)
 
 
 def row_total(e):
-    """[n, V] weights in [0, 1] -> [n, 1] sums in int64 fixed point: exact, so the same in any order and batch."""
+    """[n, V] weights in [0, 1] -> [n, 1] float32 sums, added in int64 fixed point: the same in any order and batch."""
     scale = 2.0 ** (62 - e.shape[-1].bit_length())                               # V * scale < 2**62: no overflow
     units = torch.mul(e, scale).long()                                           # [n, V] whole units (truncated)
     return (units.sum(-1, keepdim=True) / scale).float()                         # [n, 1] (torch.sum of floats
@@ -139,7 +140,7 @@ def _first_true(mask):
 
 
 def filter_window(z, top_k, top_p, row_mass, complete):
-    """Steps 4-5 on a descending window z [n, W]: keep values >= the k-th, then drop once mass_before >= p.
+    """Step 4b on a descending window z [n, W]: keep values >= the k-th, then drop once mass_before >= p.
 
     top_k [n, 1] (0 = off), top_p [n, 1] (inf = off), row_mass [n, 1] (top-p's 100 % where top-k is off; None:
     top-k is on in every row). Returns e [n, W] (exactly 0 outside the kept set), cs [n, W] prefix sums of the
@@ -267,7 +268,7 @@ class FastSampler:
         return u
 
     def _parts(self, x, params, routes, knobs, order):
-        """Steps 3-5 for the batch: ([(rows, e, cs, total, ids or None), ...], the exact route's rows [m]).
+        """Step 4c, steps 3-4b for the batch: ([(rows, e, cs, total, ids or None), ...], the exact route's rows [m]).
 
         The top-k rows share a window of the widest top_k + 1, the top-p-only rows one of WINDOW, the plain rows
         take the whole row in vocab order (ids None). A top-p-only row is weighed over all of V once, for its 100 %
