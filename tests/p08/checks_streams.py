@@ -50,6 +50,15 @@ def i5_stream_continuity_and_reset(ctx):
                        where=method)
         raise Fail(observed, ctx.t("free 之后要删除 generator，同名请求重新开始", "free must drop the generator so the id starts afresh"),
                    where=f"{ctx.sampler_name}.free")
+    numbered = ctx.sampler()                                            # an int id is freed as it is given
+    head = draws(numbered, 7, 21, 8)
+    numbered.free(7)
+    if (replay := draws(numbered, 7, 21, 8)) != head:
+        raise Fail(f"request 7 (an int req_id, seed=21): 8 draws, free(7), 8 draws -> {replay}, expected the first 8 again "
+                   f"{head} (free('q') with a str id did reset)",
+                   ctx.t("字符串 id 'q' 的 free 重置了，整数 id 7 的 free 却没有：free 要按调用方给的 id 原样删除（不要 str(req_id) 之类的转换）",
+                         "free('q') resets a str id, but free(7) did not reset the int id 7: free must drop the id exactly "
+                         "as the caller gives it (no str(req_id) or other conversion)"), where=f"{ctx.sampler_name}.free")
     solo = draws(ctx.sampler(), "r10", 42, 8)                           # free drops one id, not its look-alikes
 
     def r10_beside_r1(free_r1):

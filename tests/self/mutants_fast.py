@@ -25,6 +25,8 @@ P08_FAST = [
     Mutant("greedy_rows_unpenalized", "E1.greedy", (("tokens.index_copy_(0, greedy, x.index_select(0, greedy).argmax(-1))",
                                                      "tokens.index_copy_(0, greedy, logits.index_select(0, greedy).float().argmax(-1))"),),
            "greedy rows skip the penalty", phrase='penalty comes after the greedy test'),
+    Mutant("fast_free_converts_the_id", "I5", (("        self._streams.pop(req_id, None)", "        self._streams.pop(str(req_id), None)"),),
+           "free() pops str(req_id): an int req_id's stream is never reset", phrase="exactly as the caller gives it"),
     Mutant("fast_free_keeps_stream", "I5", (("        self._streams.pop(req_id, None)", "        pass"),), "free() keeps the stream", phrase='free must drop'),
     Mutant("full_vocab_sort_always", "F5", (("vals, ids = window_topk(xs, width)",
                                              "vals, ids = (t[:, :width] for t in torch.sort(xs, dim=-1, descending=True, stable=True))"),),
