@@ -369,7 +369,7 @@ def main(argv=None):
     print("per sample() call: torch ops / host syncs / uploads of Python data "
           "(torch.profiler; the same on any CPU for one torch version)")
     from course.bench import hostwork            # the fast path's host work per row, a figure of its own
-    print(hostwork.report(), "(each host step timed alone, min of repeats)")
+    print(hostwork.report())
     if args.png:
         save_png(results, args.png, methods)
         print(f"chart: {args.png}")

@@ -174,19 +174,25 @@ def f8_long_rows_alone_and_in_a_batch(ctx):
 
 @contextlib.contextmanager
 def fixed_uniform(ctx, u):
-    """While inside, the file's stream_uniform (the given stream it imported) returns u for every draw."""
-    given = ctx.impl.stream_uniform
+    """While inside, the file's stream_uniform and stream_uniforms (the given streams it imported: one number, a
+    batch's at once) return u for every draw."""
+    given = {name: getattr(ctx.impl, name) for name in ("stream_uniform", "stream_uniforms") if hasattr(ctx.impl, name)}
     ctx.impl.stream_uniform = lambda seed, n: u
+    ctx.impl.stream_uniforms = lambda seeds, counts: [u] * len(seeds)
     try:
         yield
     finally:
-        ctx.impl.stream_uniform = given
+        for name in ("stream_uniform", "stream_uniforms"):
+            if name in given:
+                setattr(ctx.impl, name, given[name])
+            else:
+                delattr(ctx.impl, name)
 
 
 def draw_boundary(ctx, alone):
     """Two neighbouring float64 uniforms where the lone row's drawn token changes (found with the learner's own
     sample(), its stream_uniform held at each value); () for a file that draws from another stream."""
-    if not callable(getattr(ctx.impl, "stream_uniform", None)):
+    if not any(callable(getattr(ctx.impl, name, None)) for name in ("stream_uniform", "stream_uniforms")):
         return ()
 
     def token(u):

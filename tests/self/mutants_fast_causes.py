@@ -3,8 +3,10 @@
 from tests.self.mutants import Mutant
 
 CAUSES = [
-    Mutant("row_total_overflows", "I6.large",
-           (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** 53"),),
+    Mutant("row_total_overflows", "I6.large",                 # a pipeline that sums with row_total, as the stub does
+           (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** 53"),
+            ("row_mass = (weighed[1].sum(-1, keepdim=True) / 2.0 ** (62 - vocab.bit_length())).float()",
+             "row_mass = row_total(weighed[0])")),
            "row_total's fixed-point scale is too large for a flat V = 50257 row: the int64 sum overflows",
            "the int64 sum overflows", wrong="a fixed-size window"),
     Mutant("row_total_overflows_in_t4", "T4a.prefix_sum",

@@ -15,7 +15,8 @@ BRANCH = re.compile(r"device\.type|\.is_cuda|torch\.cuda|device\s*==\s*['\"]c")
 CUDA_ANSWERS = {
     'return e.cumsum(-1) if e.device.type == "cpu" else prefix_sum(e)': "return prefix_sum(e)",
 }
-CHECKS = ["T4.prefix_sum", "T4.filter_window", "T5.filtered_probs", "F1", "F2", "F3", "F4", "F6", "I1", "E3"]
+CHECKS = ["T4a.prefix_sum", "T4b.filter_window", "T4c.parts", "T5.filtered_probs", "F1", "F2", "F3", "F4", "F6", "F7",
+          "F8", "I1", "E3"]
 
 
 def test_every_device_branch_of_the_fast_path_has_its_cuda_answer():
