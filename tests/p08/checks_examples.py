@@ -249,6 +249,19 @@ def e2_off_values_drawn(ctx):
 E3_ROW = [1.0, 0.5, 0.0, -0.5, 0.2, 0.9]
 
 
+def _follows_global_rng(draw) -> bool:
+    """Do a fresh sampler's draws repeat after torch.manual_seed(1) and change after torch.manual_seed(2)?"""
+    state = torch.get_rng_state()
+    try:
+        seeded = []
+        for seed in (1, 1, 2):
+            torch.manual_seed(seed)
+            seeded.append(draw())
+        return seeded[0] == seeded[1] != seeded[2]
+    finally:
+        torch.set_rng_state(state)
+
+
 @check("E3", "单独 vs 混合：seed=7 的请求 q", "alone vs mixed: request q with seed 7",
        hint=("p08", 1, "e3"))
 def e3_alone_vs_mixed(ctx):
@@ -272,11 +285,16 @@ def e3_alone_vs_mixed(ctx):
     if mixed != alone:
         step = next(i for i, (a, b) in enumerate(zip(alone, mixed)) if a != b)
         if batches[step] == ["q"] and step == 0:          # no peer yet: the second sampler object was not fresh
+            why = (ctx.t("第二个 sampler 的第一步就不同，那时还没有同伴：q 的 token 跟着 torch 的全局随机状态走（torch.manual_seed "
+                         "决定它们，seed=7 不决定）：用这个请求自己的 torch.Generator 抽（generator=...）",
+                         "the second sampler differs at step 0, before any peer: q's tokens follow torch's global random state "
+                         "(torch.manual_seed decides them, seed=7 does not): draw with the request's own torch.Generator "
+                         "(generator=...)") if _follows_global_rng(lambda: run(ctx.sampler(), 6, with_peers=False)) else
+                   ctx.t("第二个 sampler 的第一步就不同，那时还没有同伴：generator 存在类属性或模块全局变量里，被所有 sampler 共用",
+                         "the second sampler differs at step 0, before any peer: the generators live in a class attribute "
+                         "or a module-level variable, shared by all samplers"))
             raise Fail(f"q (seed=7) alone: {alone}; in a second {ctx.sampler_name}: {mixed}; they differ at step 0, where q is alone",
-                       ctx.t("第二个 sampler 的第一步就不同，那时还没有同伴：generator 存在类属性或模块全局变量里，被所有 sampler 共用",
-                             "the second sampler differs at step 0, before any peer: the generators live in a class attribute "
-                             "or a module-level variable, shared by all samplers"), hint=("p08", 1, "q6"),
-                       where=f"{ctx.sampler_name}.sample")
+                       why, hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
         observed = f"q (seed=7) alone: {alone}; mixed: {mixed}; first difference at step {step}, batch {batches[step]}"
         diagnose.earlier_step_first(ctx, observed)                                       # e.g. the output's order
         raise Fail(observed, diagnose.peer_verdict(ctx, E3_ROW, 7), hint=("p08", 1, "q7"), where=f"{ctx.sampler_name}.sample")
