@@ -205,14 +205,21 @@ def t4_filter_window(ctx):
                                  "run of equal values may go on outside, and the width W is set by the peers)"),
                            where="filter_window")
             key = (tuple(x[r if n > 1 else 0].tolist()), top_k[r], top_p[r])
-            mine = (e[r, :n_kept].tolist(), total[r, 0].item(), cs[r, :min(width, 4)].tolist())
+            mine = (e[r, :n_kept].tolist(), total[r, 0].item(), cs[r, :n_kept].tolist())
             if key in seen and seen[key][1] != mine:
                 other_label, other = seen[key]
+                read_from_cs = all(m[1] == m[2][-1] for m in (mine, other))          # total is cs at its last kept column
+                why = (ctx.t("total 读的是前缀和，但前缀和本身随 W 变了：cs 的第 j 列对任何宽度都要是同一个浮点数——filter_window 的前缀和"
+                             "（CPU 上 torch.cumsum，别处 prefix_sum）不能按 W 或 batch 选不同的算法",
+                             "total is read from the prefix sums, but the prefix sums themselves changed with W: column j of cs "
+                             "must be the same float for any width, so filter_window's prefix sums (torch.cumsum on the CPU, "
+                             "prefix_sum elsewhere) may not switch method by W or by the batch")
+                       if read_from_cs and mine[2] != other[2] else
+                       ctx.t("同一行的数值必须与窗口宽度 W、与同批的其他行无关（逐位）：total 要读前缀和在这一行自己的最后保留列上的值，"
+                             "不要对窗口做 sum",
+                             "a row's numbers must not depend on the width W or on the other rows, bit for bit: read total "
+                             "from the prefix sums at the row's own last kept column, no sum over the window"))
                 raise Fail(f"{row} ({label}): total {bits(mine[1])}, kept e {rows_text([mine[0]])}",
                            f"the same row ({other_label}): total {bits(other[1])}, kept e {rows_text([other[0]])}",
-                           ctx.t("同一行的数值必须与窗口宽度 W、与同批的其他行无关（逐位）：total 要读前缀和在这一行自己的最后保留列上的值，"
-                                 "不要对窗口做 sum",
-                                 "a row's numbers must not depend on the width W or on the other rows, bit for bit: read total "
-                                 "from the prefix sums at the row's own last kept column, no sum over the window"),
-                           where="filter_window")
+                           why, where="filter_window")
             seen.setdefault(key, (label, mine))
