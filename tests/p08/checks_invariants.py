@@ -176,6 +176,7 @@ def filtered_kept(ctx, row, params):
 
 
 GREEDY_ROWS = [("tied maxima", [2.0, 5.0, 5.0, 1.0], {1}),                     # torch.argmax: the first of equal maxima
+               ("three tied maxima", [1.0, 3.0, 3.0, 2.0, 3.0], {1}),         # torch.topk(x, 1) picks column 2 here
                ("a near-tie (1 ulp apart)", [1.0, 1.0 - 2 ** -20, -5.0, -5.0], {0}),
                ("huge values (row / T overflows)", [2e35, 3e35, -1e35, 0.0], {1})]
 
