@@ -155,6 +155,16 @@ def t1_penalized_fp32(ctx):
                 if len(set(h)) < len(h) and torch.allclose(got, torch.tensor(twice, dtype=torch.float64), atol=1e-5):
                     why = ctx.t("重复出现的 token 被罚了不止一次：用每行去重后的历史",
                                 "a token listed twice was penalised more than once: use each row's distinct ids")
+                elif dtype != torch.float32 and torch.equal(got.float(), torch.tensor(expected).to(dtype).float()):
+                    why = ctx.t(f"惩罚后的值被舍入成了 {str(dtype)[6:]}：先 .float()，再在 fp32 上加 penalty",
+                                f"the penalised values were rounded to {str(dtype)[6:]}: .float() the logits first, then "
+                                f"apply the penalty in fp32")
+                elif len(set(h)) < len(h) and all(t in h and h.count(t) > 1 for t, g, e in zip(range(len(row)), got.tolist(),
+                                                                                          expected) if abs(g - e) > 1e-5):
+                    why = ctx.t("只有历史里重复出现的 token 错了：每个不同的 id 恰好罚一次（重复的 id 不要累加，"
+                                "比如 index_put_(accumulate=True) 或对重复项 +=）",
+                                "only the tokens listed more than once are wrong: each distinct id gets the penalty exactly "
+                                "once (no accumulating over repeats, e.g. index_put_(accumulate=True) or += per entry)")
                 elif any(v < 0 and abs(g - v / p.repetition_penalty) < 1e-5 and v != v / p.repetition_penalty
                          for v, g, t in zip(row, got.tolist(), range(len(row))) if t in set(h)):
                     why = ctx.t("负 logit 被除了：v > 0 除以 penalty，否则乘以 penalty",
