@@ -155,6 +155,32 @@ def _check_columns(ctx, cs, total, u, e, label):
 
 
 # ---- T6 the streams ------------------------------------------------------------------------------------
+def _which_number(ctx, got, want):
+    """A line naming what the learner's number is, when it is one the grader can name: the expected number rounded
+    to float32, or another (seed, count) of the given stream (the seeds of T6's requests, the shared key, 0)."""
+    if want[2] is None:
+        return None
+    seed, n = want[2]
+    if got == float(torch.tensor(want[0], dtype=torch.float32)):
+        return ctx.t("这是对的那个数，但被舍入成了 float32：保留流给的 float64（53 位；float32 的均匀数到不了 2**-24 以下的尾部）",
+                     "it is the right number rounded to float32: keep the stream's float64 (53 bits; a float32 uniform "
+                     "cannot reach the tail below 2**-24)")
+    key = torch.initial_seed()
+    found = next(((k, m) for k in dict.fromkeys((seed, 7, 8, 9, key, 0)) for m in range(8) if stream_uniform(k, m) == got), None)
+    if found is None:
+        return None
+    k, m = found
+    if k == seed:
+        return ctx.t(f"它是 stream_uniform({k}, {m})：流对了，计数错了（应为 {n}）",
+                     f"it is stream_uniform({k}, {m}): the right stream at the wrong count (expected {n})")
+    if seed == key and k == 0:
+        return ctx.t("它是 key 为 0 的流：无 seed 的行共用的流要用 torch.initial_seed() 作 key，不是常数",
+                     "it is the stream keyed by 0: the unseeded rows' shared stream is keyed by torch.initial_seed(), "
+                     "not a constant")
+    return ctx.t(f"它是 stream_uniform({k}, {m})：另一条流的数，不是这一行自己的（key {seed}）",
+                 f"it is stream_uniform({k}, {m}): another stream's number, not this row's own (key {seed})")
+
+
 @check("T6.streams", "_uniforms 与 free（第 6 步）：每个请求自己的计数流，greedy 不抽，free 重来，无 seed 的共用一条",
        "_uniforms and free (step 6): each request's own counted stream, greedy rows draw nothing, free restarts, "
        "unseeded rows share one", hint=("p08-fast", 2, "s6"))
@@ -175,6 +201,7 @@ def t6_streams(ctx):
         for r, (v, want) in enumerate(zip(values, expected)):
             if float(v) != want[0]:
                 raise Fail(f"called {shown} -> row {r}: {float(v)!r}, expected {want[0]!r} = {want[1]} ({label})",
+                           *[w for w in [_which_number(ctx, float(v), want)] if w],
                            ctx.t("一个带 seed 的请求：第 n 次抽取 = stream_uniform(seed, n)，n 从 0 数起、跨 step 累加、free 后归零；"
                                  "无 seed 的行共用一条流（key = torch.initial_seed()）；greedy 行不抽（0.0），也不计数",
                                  "a seeded request's n-th draw = stream_uniform(seed, n), n counted from 0, across steps, "
@@ -182,9 +209,9 @@ def t6_streams(ctx):
                                  "draw nothing (0.0) and count nothing"), where="FastSampler._uniforms")
 
     def s(seed, n):
-        return stream_uniform(seed, n), f"stream_uniform({seed}, {n})"
+        return stream_uniform(seed, n), f"stream_uniform({seed}, {n})", (seed, n)
     key = torch.initial_seed()
-    draw(["a", "b", "c", "g"], [seven, eight, seven, greedy], [s(7, 0), s(8, 0), s(7, 0), (0.0, "0.0: greedy")],
+    draw(["a", "b", "c", "g"], [seven, eight, seven, greedy], [s(7, 0), s(8, 0), s(7, 0), (0.0, "0.0: greedy", None)],
          "first step: c has a's seed and a stream of its own")
     draw(["b", "a"], [eight, seven], [s(8, 1), s(7, 1)], "second step, another order")
     draw(["u", "v"], [unseeded, unseeded], [s(key, 0), s(key, 1)], "unseeded rows: one shared stream")

@@ -51,6 +51,10 @@ PROBES = [
     Mutant("uniform_made_float32", "F9",
            (("first = _first_true((cs > u * total) & has_mass)", "first = _first_true((cs > u.float() * total) & has_mass)"),),
            "the draw casts the uniform to float32", "full 53 bits"),
+    Mutant("stream_uniforms_kept_as_float32", "T6.streams",
+           (("values = stream_uniforms(keys, counts)", "values = [float(torch.tensor(v, dtype=torch.float32)) for v in "
+             "stream_uniforms(keys, counts)]"),),
+           "_uniforms keeps each number as a float32", "the right number rounded to float32"),
     Mutant("uniforms_made_float32_in_sample", "F9",
            (("u = knobs[:, 3:] if len(rows) == len(params) else knobs.index_select(0, rows)[:, 3:]",
              "u = (knobs[:, 3:] if len(rows) == len(params) else knobs.index_select(0, rows)[:, 3:]).float()"),),
