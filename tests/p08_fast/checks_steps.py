@@ -165,6 +165,12 @@ def t1_penalized_fp32(ctx):
                                 "比如 index_put_(accumulate=True) 或对重复项 +=）",
                                 "only the tokens listed more than once are wrong: each distinct id gets the penalty exactly "
                                 "once (no accumulating over repeats, e.g. index_put_(accumulate=True) or += per entry)")
+                elif len(values) > 1 and _right_alone(ctx, logits[i:i + 1], p, prev[i], expected):
+                    why = ctx.t("这一行单独算是对的，放在这个 batch 里就错了：一行罚不罚、怎么罚不能取决于别的行"
+                                "（比如有一行 penalty 为 1 就整批跳过）",
+                                "this row alone comes out right, in this batch it does not: whether and how a row is "
+                                "penalised must not depend on the other rows (e.g. skipping the whole batch when one row "
+                                "has penalty 1)")
                 elif any(v < 0 and abs(g - v / p.repetition_penalty) < 1e-5 and v != v / p.repetition_penalty
                          for v, g, t in zip(row, got.tolist(), range(len(row))) if t in set(h)):
                     why = ctx.t("负 logit 被除了：v > 0 除以 penalty，否则乘以 penalty",
@@ -180,6 +186,15 @@ def t1_penalized_fp32(ctx):
                        ctx.t("调用方的张量不能改：penalty 写在副本上（fp32 输入要先 clone）",
                              "the caller's tensor must stay as it was: write the penalty into a copy (clone fp32 input first)"),
                        where="penalized_fp32")
+
+
+def _right_alone(ctx, logits, p, prev, expected):
+    """Does the learner's penalized_fp32 give this one row right when it is the whole batch?"""
+    try:
+        alone = ctx.fn("penalized_fp32")(logits.clone(), [p], [prev])
+        return torch.allclose(alone[0].double().cpu(), torch.tensor(expected, dtype=torch.float64), atol=1e-5)
+    except Exception:  # noqa: BLE001 - the batch's failure is reported as it is
+        return False
 
 
 # ---- T3 window_topk ----------------------------------------------------------------------------------

@@ -241,6 +241,10 @@ def _wrong_row(ctx, shown, x, params, row, name, got, want, width, vocab):
                            "taken; plain rows divide their whole row"))
     elif name == "top_p" and width and width < vocab and len(kept) < len(should) and len(kept) == _kept_over_window(values, p, width):
         lines.append(_WINDOW_MASS(ctx))
+    elif name == "top_p" and p.temperature != 1.0 and len(kept) in _kept_with_untempered_mass(values, p):
+        lines.append(ctx.t("这一行的 100 % 是在没除以温度的 x 上算的：row_mass = row_total(exp(x / T - max))，用这一行自己的 T",
+                           "this row's 100 % was taken over x not divided by its temperature: row_mass = "
+                           "row_total(exp(x / T - max)), with the row's own T"))
     elif abs(float(got.sum()) - 1.0) > 1e-4:
         lines.append(ctx.t(f"这一行加起来是 {float(got.sum()):.4g}：total 是保留列的质量（filter_window 给的）",
                            f"this row sums to {float(got.sum()):.4g}: total is the kept columns' mass (filter_window's)"))
@@ -261,6 +265,17 @@ def _mass_over_window(x, params, windows, row):
         return False
     width, kept = part[1].shape[-1], int((part[1][part[0].index(row)] > 0).sum())
     return kept < width and kept == _kept_over_window(x[row].double().cpu().tolist(), params[row], width)
+
+
+def _kept_with_untempered_mass(values, p):
+    """How many tokens a top-p-only row keeps when its window is divided by T but its 100 % is the mass of x not
+    divided by T (less the max of x or of x / T): a set of the counts either way."""
+    z = sorted((v / p.temperature for v in values), reverse=True)
+    e, counts = [math.exp(v - z[0]) for v in z], set()
+    for top in (max(values), z[0]):
+        mass, before = sum(math.exp(v - top) for v in values), 0.0
+        counts.add(next((j for j, w in enumerate(e) if j and (before := before + e[j - 1]) >= p.top_p * mass), len(e)))
+    return counts
 
 
 def _kept_over_window(values, p, width):
