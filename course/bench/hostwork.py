@@ -64,7 +64,7 @@ def host_us(module, batch=256, vocab=50257, mix="seed004", number=10, repeat=15)
 def report(module=None, batch=256, mixes=("seed004", "mixed")) -> str:
     """One line per mix: us per row of each host step and their total (module: solutions/' fast path by default)."""
     module = module or _solution("p08-fast")
-    lines = [f"host work per row at B = {batch}, us (each host step timed alone, min of repeats):"]
+    lines = [f"host work at B = {batch}, us per row (each host step timed alone, min of repeats):"]
     for mix in mixes:
         us = host_us(module, batch, mix=mix)
         lines.append(f"  {mix:8} total {us['total']:.2f} = " + ", ".join(f"{s} {us[s]:.2f}" for s in STEPS))

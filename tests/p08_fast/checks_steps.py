@@ -165,12 +165,6 @@ def t1_penalized_fp32(ctx):
                                 "比如 index_put_(accumulate=True) 或对重复项 +=）",
                                 "only the tokens listed more than once are wrong: each distinct id gets the penalty exactly "
                                 "once (no accumulating over repeats, e.g. index_put_(accumulate=True) or += per entry)")
-                elif len(values) > 1 and _right_alone(ctx, logits[i:i + 1], p, prev[i], expected):
-                    why = ctx.t("这一行单独算是对的，放在这个 batch 里就错了：一行罚不罚、怎么罚不能取决于别的行"
-                                "（比如有一行 penalty 为 1 就整批跳过）",
-                                "this row alone comes out right, in this batch it does not: whether and how a row is "
-                                "penalised must not depend on the other rows (e.g. skipping the whole batch when one row "
-                                "has penalty 1)")
                 elif any(v < 0 and abs(g - v / p.repetition_penalty) < 1e-5 and v != v / p.repetition_penalty
                          for v, g, t in zip(row, got.tolist(), range(len(row))) if t in set(h)):
                     why = ctx.t("负 logit 被除了：v > 0 除以 penalty，否则乘以 penalty",
@@ -178,6 +172,12 @@ def t1_penalized_fp32(ctx):
                 elif any(abs(g - e) > 1e-5 for g, e, t in zip(got.tolist(), expected, range(len(row))) if t not in set(h)):
                     why = ctx.t("改到了不在这一行历史里的 token：(行, id) 对只来自这一行自己的历史",
                                 "a token outside this row's history changed: the (row, id) pairs come from the row's own history")
+                elif len(values) > 1 and _right_alone(ctx, logits[i:i + 1], p, prev[i], expected):
+                    why = ctx.t("这一行单独算是对的，放在这个 batch 里就错了：一行罚不罚、怎么罚不能取决于别的行"
+                                "（比如有一行 penalty 为 1 就整批跳过）",
+                                "this row alone comes out right, in this batch it does not: whether and how a row is "
+                                "penalised must not depend on the other rows (e.g. skipping the whole batch when one row "
+                                "has penalty 1)")
                 raise Fail(f"called penalized_fp32({shown}) -> row {i} {rows_text(out[i:i + 1])}, expected {rows_text([expected])}",
                            f"row {i}: logits {rows_text([row])}, repetition_penalty={p.repetition_penalty}, "
                            f"prev_tokens={histories[i]} ({label})", *[w for w in [why] if w], where="penalized_fp32")
