@@ -175,11 +175,19 @@ def _settled_in_own_window(x, params, routes, windows, r):
     vocab, (rows, e, _, total, ids) = x.shape[1], part
     if r in routes.top_k and e.shape[-1] == vocab and params[r].top_k + 1 < vocab:   # the peers' widest top_k
         return False
-    i = rows.index(r)
+    return not _differs(_in_vocab(e, total, ids, rows.index(r), vocab), _right_distribution(x, params[r], r))
+
+
+def _in_vocab(e, total, ids, i, vocab):
+    """Row i of a part as a distribution over V: [V] float64, e / total at its ids (ids None: vocab order)."""
     dist = (e[i].double() / total[i].double()).cpu()
-    got = dist if ids is None else torch.zeros(vocab, dtype=torch.float64).index_put_((ids[i].long().cpu(),), dist)
-    want = _right_distribution(x, params[r], r)
-    return not bool(((got > 0) != (want > 0)).any()) and (got - want).abs().max().item() <= 1e-6
+    return dist if ids is None else torch.zeros(vocab, dtype=torch.float64).index_put_(
+        (ids[i].long().cpu(),), dist, accumulate=True)
+
+
+def _differs(got, want):
+    """Other zeros, or any token off by more than 1e-6."""
+    return bool(((got > 0) != (want > 0)).any()) or (got - want).abs().max().item() > 1e-6
 
 
 def _clear_cut(x, p, r, most=16):
@@ -217,14 +225,11 @@ def _check_parts(ctx, shown, x, params, routes, order, windows, expected, exact,
                        ctx.t(f"期望 e [{n}, W]、total [{n}, 1]、ids [{n}, W]（plain 行：None，列就是词表 id）",
                              f"expected e [{n}, W], total [{n}, 1], ids [{n}, W] (plain rows: None, the columns are vocab ids)"),
                        where="FastSampler._parts")
-        dist = (e.double() / total.double()).cpu()
         for r, row in enumerate(rows):
             if row in exact:                              # computed, then overridden by the exact route
                 continue
-            got = dist[r] if ids is None else torch.zeros(vocab, dtype=torch.float64).index_put_(
-                (ids[r].long().cpu(),), dist[r], accumulate=True)
-            want_row = _scattered(expected[row], vocab)
-            if bool(((got > 0) != (want_row > 0)).any()) or (got - want_row).abs().max().item() > 1e-6:
+            got, want_row = _in_vocab(e, total, ids, r, vocab), _scattered(expected[row], vocab)
+            if _differs(got, want_row):
                 _wrong_row(ctx, shown, x, params, row, name, got, want_row, width, vocab)
 
 
