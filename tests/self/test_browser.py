@@ -42,7 +42,8 @@ except ImportError:
 missing = [what for what, ok in (("playwright (pip install playwright)", sync_playwright is not None),
                                  ("chromium (apt-get install chromium, or set $CHROMIUM)", CHROMIUM is not None))
            if not ok]
-pytestmark = pytest.mark.skipif(bool(missing), reason="browser test needs " + " and ".join(missing))
+pytestmark = [pytest.mark.skipif(bool(missing), reason="browser test needs " + " and ".join(missing)),
+              pytest.mark.xdist_group("browser")]      # one JupyterLab for the module, in one worker
 RUN_TIMEOUT_MS = 240_000
 WIDTH = 1024                     # a small laptop: where tables wrapped and printed numbers broke
 WIDE = 1280                      # a screenshot at a common laptop width too
