@@ -30,11 +30,18 @@ def stream_uniform(seed: int, n: int) -> float:
     return (mix64((mix64(int(seed) & MASK) + (n + 1) * GAMMA) & MASK) >> 11) * 2.0 ** -53   # int(): numpy ints too
 
 
+_SHIFTS = tuple(np.uint64(s) for s in (30, 27, 31, 11))                      # numpy scalars made once
+_MULTIPLIERS = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB), np.uint64(GAMMA)
+
+
 def _mix64_array(z):
-    """mix64 of a numpy uint64 array (its arithmetic wraps modulo 2**64, as `& MASK` does above)."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    """mix64 of a numpy uint64 array (its arithmetic wraps modulo 2**64, as `& MASK` does above); z is reused."""
+    z ^= z >> _SHIFTS[0]
+    z *= _MULTIPLIERS[0]
+    z ^= z >> _SHIFTS[1]
+    z *= _MULTIPLIERS[1]
+    z ^= z >> _SHIFTS[2]
+    return z
 
 
 def stream_uniforms(seeds, counts):
@@ -46,5 +53,8 @@ def stream_uniforms(seeds, counts):
         keys = np.array(seeds, dtype=np.uint64)                                  # a seed in [0, 2**64)
     except OverflowError:                                                        # a negative or larger seed
         keys = np.array([int(seed) & MASK for seed in seeds], dtype=np.uint64)
-    steps = (np.array(counts, dtype=np.uint64) + np.uint64(1)) * np.uint64(GAMMA)
-    return ((_mix64_array(_mix64_array(keys) + steps) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53).tolist()
+    steps = np.array(counts, dtype=np.uint64)
+    steps += np.uint64(1)
+    steps *= _MULTIPLIERS[2]                                                     # (n + 1) * GAMMA
+    z = _mix64_array(_mix64_array(keys) + steps) >> _SHIFTS[3]                   # the top 53 bits
+    return (z.astype(np.float64) * 2.0 ** -53).tolist()

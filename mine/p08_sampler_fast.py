@@ -14,6 +14,7 @@ course/selection.py, given code (notebook §7, going further). So are `_upload` 
 canonical_window, T4a prefix_sum and row_total, T4b filter_window, T4c _parts, T5 filtered_probs, T6 inverse_cdf
 and the streams), then the whole FastSampler (F1-F9 and the checks P08 shares). `--watch` re-grades on every save.
 """
+from itertools import chain  # given: _upload reads the knobs' lists as one stream
 from typing import NamedTuple
 
 import numpy as np  # given: _upload builds the knobs as numpy columns
@@ -172,12 +173,14 @@ def inverse_cdf(cs, total, u, e):
 def _upload(params, routes, u, vocab, device):
     """The call's one upload: knobs [B, 4] float64 in batch order (temperature, top_k (0: off), top_p (inf: off),
     u) and the batch rows in route order [B] (greedy, top_k, top_p, plain, exact). Built on the host as numpy
-    columns (one list per knob, no object per row), then one torch.tensor."""
-    cols = np.array([[p.temperature for p in params], [p.top_k if 0 < p.top_k < vocab else 0 for p in params],
-                     [p.top_p for p in params], u, [i for rows in routes for i in rows]], dtype=np.float64)  # [5, B]
+    columns (one list per knob, read by np.fromiter: no object per row), then one torch.tensor."""
+    n = len(params)
+    cols = np.fromiter(chain([p.temperature for p in params], [p.top_k if 0 < p.top_k < vocab else 0 for p in params],
+                             [p.top_p for p in params], u, chain.from_iterable(routes)), np.float64, 5 * n)
+    cols = cols.reshape(5, n)                                                    # [5, B]
     cols[0, cols[0] < GREEDY_TEMPERATURE] = 1.0                                  # greedy rows: never divided
     cols[2, cols[2] >= 1] = INF                                                  # top-p off
-    flat = torch.tensor(np.ascontiguousarray(cols.T), device=device)             # [B, 5] float64, the upload
+    flat = torch.tensor(cols.T, device=device)                                   # [B, 5] float64, the upload
     return flat[:, :4], flat[:, 4].long()                                        # [B, 4] (a view), [B]
 
 

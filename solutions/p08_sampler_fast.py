@@ -16,6 +16,7 @@ Cost: one upload (every row's knobs and uniform; a penalty's pairs are step 1's 
 rows are certain) and a fixed number of torch ops per route, whatever B is. A top-p-only row is weighed over V
 once: for its 100 % and, when its window cannot settle it, for the exact route.
 """
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -38,17 +39,20 @@ INF = float("inf")
 def penalized_fp32(logits, params, prev_tokens):
     """Step 1: fp32 logits [B, V]; the penalty goes onto a copy, at each row's distinct prev ids only."""
     x = logits if logits.dtype == torch.float32 else logits.float()              # [B, V], fp32 input: no copy
-    rows, ids, pens = [], [], []                                                 # (row, id, penalty) columns
-    for i, (p, prev) in enumerate(zip(params, prev_tokens)):
+    rows, ids, pens = [], [], []                                                 # per penalised row: its index,
+    for i, (p, prev) in enumerate(zip(params, prev_tokens)):                     # its distinct ids, its penalty
         if p.repetition_penalty != 1.0 and len(prev):
             distinct = set(prev.tolist() if isinstance(prev, torch.Tensor) else prev)
-            rows += [i] * len(distinct)
-            ids += distinct
-            pens += [p.repetition_penalty] * len(distinct)
+            rows.append(i)
+            ids.append(distinct)
+            pens.append(p.repetition_penalty)
     if not rows:
         return x
     x = x.clone() if x is logits else x                                          # never the caller's tensor
-    rows, ids, pens = torch.tensor(np.array([rows, ids, pens], dtype=np.float64), device=x.device)  # one upload
+    sizes = [len(distinct) for distinct in ids]                                  # the pairs as numpy columns:
+    pairs = np.stack([np.repeat(rows, sizes), np.array(list(chain.from_iterable(ids)), dtype=np.int64),
+                      np.repeat(pens, sizes)]).astype(np.float64)                # [3, n] no Python object per pair
+    rows, ids, pens = torch.tensor(pairs, device=x.device)                      # [n] each, one upload
     rows, ids = rows.long(), ids.long()
     values = x[rows, ids]                                                        # [n]
     x[rows, ids] = torch.where(values > 0, values / pens.float(), values * pens.float())
@@ -181,12 +185,14 @@ def inverse_cdf(cs, total, u, e):
 def _upload(params, routes, u, vocab, device):
     """The call's one upload: knobs [B, 4] float64 in batch order (temperature, top_k (0: off), top_p (inf: off),
     u) and the batch rows in route order [B] (greedy, top_k, top_p, plain, exact). Built on the host as numpy
-    columns (one list per knob, no object per row), then one torch.tensor."""
-    cols = np.array([[p.temperature for p in params], [p.top_k if 0 < p.top_k < vocab else 0 for p in params],
-                     [p.top_p for p in params], u, [i for rows in routes for i in rows]], dtype=np.float64)  # [5, B]
+    columns (one list per knob, read by np.fromiter: no object per row), then one torch.tensor."""
+    n = len(params)
+    cols = np.fromiter(chain([p.temperature for p in params], [p.top_k if 0 < p.top_k < vocab else 0 for p in params],
+                             [p.top_p for p in params], u, chain.from_iterable(routes)), np.float64, 5 * n)
+    cols = cols.reshape(5, n)                                                    # [5, B]
     cols[0, cols[0] < GREEDY_TEMPERATURE] = 1.0                                  # greedy rows: never divided
     cols[2, cols[2] >= 1] = INF                                                  # top-p off
-    flat = torch.tensor(np.ascontiguousarray(cols.T), device=device)             # [B, 5] float64, the upload
+    flat = torch.tensor(cols.T, device=device)                                   # [B, 5] float64, the upload
     return flat[:, :4], flat[:, 4].long()                                        # [B, 4] (a view), [B]
 
 
@@ -254,7 +260,7 @@ class FastSampler:
                 self._shared = self._shared or [torch.initial_seed(), 0]         # like the reference's generator
                 stream = self._shared
             else:
-                stream = self._streams.setdefault(req_id, [p.seed, 0])
+                stream = self._streams.get(req_id) or self._streams.setdefault(req_id, [p.seed, 0])  # no new list
             keys.append(stream[0])
             counts.append(stream[1])
             drawn.append(i)

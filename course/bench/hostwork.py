@@ -34,7 +34,7 @@ def _best_us(fn, number, repeat) -> float:
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
 
-def host_us(module, batch=256, vocab=50257, mix="seed004", number=10, repeat=15) -> dict:
+def host_us(module, batch=256, vocab=50257, mix="seed004", number=20, repeat=40) -> dict:
     """{step: us per row} of the module's host-side steps on the benchmark's batch, and 'total'."""
     ids, params, prev = make_batch(batch, vocab, mix)
     params = [module.SamplingParams(p.temperature, p.top_k, p.top_p, p.repetition_penalty, p.seed) for p in params]
