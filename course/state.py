@@ -22,7 +22,7 @@ def load() -> dict:
 
 
 def _save(data: dict) -> None:
-    tmp = path() + ".tmp"
+    tmp = f"{path()}.{os.getpid()}.tmp"                  # one per process: two writers never share it
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1, ensure_ascii=False)
     os.replace(tmp, path())
