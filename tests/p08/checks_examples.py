@@ -32,6 +32,17 @@ def expect_filter(ctx, name, logits, arg, out, expected_keep, hint, why=None):
                    hint=hint, where=name)
 
 
+def drops_the_crossing_token(ctx, logits) -> bool:
+    """Does apply_top_p keep, at top_p 0.7, 0.8 and 0.95 on the worked example's row, exactly the tokens whose mass up
+    to and including themselves is <= top_p (the crossing token dropped)? Each of the three sets differs from the
+    right one, so three matches establish the cause."""
+    for top_p in (0.7, 0.8, 0.95):
+        inclusive = {i for i in range(len(PROBS)) if sum(PROBS[:i + 1]) <= top_p} or {0}
+        if kept_ids(ctx.vector("apply_top_p", logits, top_p)) != inclusive:
+            return False
+    return True
+
+
 def renormalised(out) -> list:
     return oracle.softmax([float(v) for v in out.tolist()])
 
@@ -88,6 +99,12 @@ def e2_top_p_keep_sets(ctx):
         why = ctx.t("token 2 之前的质量是 0.75，比 top_p = 0.7500005 小：它要留下（比较里不要加 epsilon）",
                     "the mass before token 2 is 0.75, just below top_p = 0.7500005: it stays (no epsilon in the "
                     "comparison)") if top_p == 0.7500005 else None
+        if kept_ids(out) != keep and why is None and drops_the_crossing_token(ctx, logits):
+            why = ctx.t("你的 apply_top_p 在 top_p = 0.7、0.8、0.95 时都只留下“连同自己在内的累计质量 <= top_p”的 token："
+                        "越过 top_p 的那个 token 被删了（cumsum > top_p 的写法）。要比的是每个 token 之前的质量（cumsum - p）",
+                        "with top_p = 0.7, 0.8 and 0.95 your apply_top_p keeps exactly the tokens whose mass up to and "
+                        "including themselves is <= top_p: the token that crosses top_p was removed (a cumsum > top_p "
+                        "cut). Compare the mass before each token (cumsum - p) with top_p")
         expect_filter(ctx, "apply_top_p", logits, f"top_p={top_p}", out, keep, ("p08", 1, "q4"), why)
     tail = ctx.tensor(TAIL_ROW)                                     # a top_p near 1 is still on
     for top_p in (0.99, 0.999):

@@ -55,7 +55,7 @@ P08 = [
     Mutant("drop_crossing_token", "E2.top_p", (("mass_before = torch.cumsum(probs, dim=-1) - probs",
                                                 "mass_before = torch.cumsum(probs, dim=-1)"),
                                                ("remove_sorted = mass_before >= top_p", "remove_sorted = mass_before > top_p")),
-           "removes the token that crosses top_p (cumsum > top_p)", phrase='expected {0, 1}'),
+           "removes the token that crosses top_p (cumsum > top_p)", phrase="the token that crosses top_p was removed"),
     Mutant("empty_keep_set", "I4", (("mass_before = torch.cumsum(probs, dim=-1) - probs",
                                      "mass_before = torch.cumsum(probs, dim=-1)"),
                                     ("    remove_sorted[0] = False                                                    # at least one token\n", "")),
