@@ -159,3 +159,27 @@ def window_stop_line(ctx, logits, params, prev, i, kept, wanted):
                  f"this row keeps exactly its whole top-p window (WINDOW = {width} tokens) where the reference keeps "
                  f"{wanted}, and it never reached exact_rows: a row whose kept set reaches its window's last column is "
                  f"not certain (the set may go on outside) and takes the exact route")
+
+
+def uniform_line(ctx, target, ids, params, pos):
+    """F4 and F7, when a row's filtered_probs match alone and in a batch but its token does not: for a stub-shaped file,
+    the number its own _uniforms gives the row alone and at batch position pos (fresh samplers, first draw), and what
+    that rules out. None for a greedy row (it draws nothing), an unseeded one (its number is the shared stream's next:
+    the peers ahead of it move it, rightly) or when _uniforms is missing or fails."""
+    if target.temperature < GREEDY or target.seed is None:
+        return None
+    try:
+        alone = float(ctx.sampler()._uniforms(["t"], [target])[0])
+        batched = float(ctx.sampler()._uniforms(ids, params)[pos])
+    except Exception:  # noqa: BLE001 - not the stub's design, or broken: it cannot say
+        return None
+    if alone != batched:
+        return ctx.t(f"你的 _uniforms 给这一行的数单独时是 {alone!r}，在 batch 第 {pos} 行是 {batched!r}：这一行的数只能来自它自己的"
+                     f"流（它的 seed 和它抽过几次），不能取决于 batch 的大小或顺序",
+                     f"your _uniforms gives this row {alone!r} alone and {batched!r} at batch position {pos}: a row's number "
+                     f"must come from its own stream (its seed and how many times it has drawn), whatever the batch")
+    return ctx.t(f"你的 _uniforms 单独和在 batch 里给这一行同一个数（{alone!r}），filtered_probs 也逐位相同：变的是 sample() 里的抽取："
+                 f"它读了别的行的 u、另一个随机源，或者它自己做的某个求和取决于 batch",
+                 f"your _uniforms gives this row the same number alone and in the batch ({alone!r}) and filtered_probs is "
+                 f"bit-identical: the draw inside sample() changes it: it reads another row's u, another source of "
+                 f"randomness, or a sum of its own that depends on the batch")

@@ -11,7 +11,7 @@ from tests.p08.context import params_text
 from course.loader import load_solution
 from course.sampling_params import GREEDY_TEMPERATURE
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
-from tests.p08_fast.causes import exact_gap_line, penalty_line, window_mass_line, window_stop_line
+from tests.p08_fast.causes import exact_gap_line, penalty_line, uniform_line, window_mass_line, window_stop_line
 from tests.p08_fast.batches import (edge_batches, heterogeneous_batch, order_batch, random_params, tie_batch,
                                     wide_top_p_batch)
 
@@ -173,6 +173,9 @@ def f4_bitwise_batch_invariance(ctx):
             tokens_alone = [ctx.sample(alone_sampler, row[None].to(ctx.device), ["t"], [target], [histories[t]])[0] for _ in range(4)]
             tokens_mixed = [ctx.sample(batch_sampler, batch_rows, ids, batch_params, batch_prev)[pos] for _ in range(4)]
             if tokens_alone != tokens_mixed:
+                if why := uniform_line(ctx, target, ids, batch_params, pos):
+                    raise Fail(f"request ({params_text(target)}), V={vocab}: alone -> {tokens_alone}, at position {pos} among "
+                               f"{name} -> {tokens_mixed}", why, where="FastSampler.sample")
                 raise Fail(f"request ({params_text(target)}), V={vocab}: alone -> {tokens_alone}, at position {pos} among {name} -> {tokens_mixed}",
                            ctx.t("filtered_probs 单独和在 batch 里逐位相同，token 却不同：抽样取决于同伴。要么每步消费的随机数取决于 K 或 B，"
                                  "要么 sample() 没有按 filtered_probs 报告的分布抽（见 F6）",

@@ -9,7 +9,7 @@ import torch
 from course.grader.checks import Fail, check
 from tests.p08.context import params_text
 from tests.p08.rows import zipf_logits
-from tests.p08_fast.causes import penalty_line, reaches_exact
+from tests.p08_fast.causes import penalty_line, reaches_exact, uniform_line
 from tests.p08_fast.checks_fast import fast_probs
 from tests.p08_fast.probes import Probe, bits_of, boundary, float_of, peers, placed, probe_rows
 
@@ -88,6 +88,8 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
                                f"at this length torch.sum rounds a lone row and a batch differently (this row's exp(z - max): "
                                f"{one:.9g} alone, {four:.9g} in a batch of four): sum over the row in int64 fixed point (as "
                                f"row_total does) or with a sequential per-row cumsum"))
+    elif same_probs and (drawn := uniform_line(ctx, probe.params, batch[3], batch[1], pos)):
+        lines.append(drawn)
     elif same_probs:
         lines.append(ctx.t("filtered_probs 单独和在 batch 里逐位相同，token 却不同：抽样（消费的随机数或抽样时的求和）取决于同伴",
                            "filtered_probs is bit-identical alone and here, the token is not: the draw (the uniform it "
