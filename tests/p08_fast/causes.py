@@ -183,3 +183,33 @@ def uniform_line(ctx, target, ids, params, pos):
                  f"your _uniforms gives this row the same number alone and in the batch ({alone!r}) and filtered_probs is "
                  f"bit-identical: the draw inside sample() changes it: it reads another row's u, another source of "
                  f"randomness, or a sum of its own that depends on the batch")
+
+
+def narrow_window_line(ctx, sampler, x, params, routes, knobs, order):
+    """_parts raised: re-run it recording the widths it asks window_topk for. A line when a top-k part's window has no
+    more columns than its widest top_k (filter_window reads column k), else None."""
+    window = getattr(ctx.impl, "window_topk", None)
+    top_k = [params[i].top_k for i in getattr(routes, "top_k", [])]
+    if not callable(window) or not top_k:
+        return None
+    widths = []
+
+    def measuring(x_part, width):
+        widths.append(int(width))
+        return window(x_part, width)
+
+    ctx.impl.window_topk = measuring
+    try:
+        sampler._parts(x, params, routes, knobs, order)
+    except Exception:  # noqa: BLE001 - the crash being explained
+        pass
+    finally:
+        ctx.impl.window_topk = window
+    widest = max(top_k)
+    if not widths or widths[0] > widest or widths[0] >= x.shape[1]:
+        return None                                                  # the top-k part comes first in the stub's order
+    return ctx.t(f"top-k 行的 top_k 最大是 {widest}，_parts 却向 window_topk 要了 {widths[0]} 列：filter_window 要读第 k 列"
+                 f"（第 k 大的值之后的那个）来判断并列，所以 top-k 的窗口要最宽的 top_k + 1 列",
+                 f"the top-k rows' widest top_k is {widest}, yet _parts asks window_topk for {widths[0]} columns: "
+                 f"filter_window reads column k (the value after the k-th) to tell a tie, so a top-k window needs the "
+                 f"widest top_k + 1 columns")

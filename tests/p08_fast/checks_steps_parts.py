@@ -10,6 +10,7 @@ import torch
 from course import oracle
 from course.grader.checks import Fail, _noting, check, describe, fmt_set
 from tests.p08.context import params_text
+from tests.p08_fast.causes import narrow_window_line
 from tests.p08_fast.checks_steps import reference, step
 
 EARLIER_STEPS = ("window_topk", "canonical_window", "prefix_sum", "_prefix", "row_total", "_first_true", "filter_window")
@@ -91,7 +92,15 @@ def t4c_parts(ctx):
         routes = routes_cls(*routes)
         shown = f"x [{batch}, {vocab}], params, routes, knobs, order ({label})"
         sampler = _noting(f"called {ctx.sampler_name}()", ctx.fn(ctx.sampler_name))
-        got = _noting(f"called FastSampler._parts({shown})", sampler._parts, x, params, routes, knobs, order)
+        try:
+            got = _noting(f"called FastSampler._parts({shown})", sampler._parts, x, params, routes, knobs, order)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            if (why := narrow_window_line(ctx, sampler, x, params, routes, knobs, order)) is None:
+                raise
+            raise Fail(f"called FastSampler._parts({shown}) raised {type(exc).__name__}: {str(exc).splitlines()[0][:160]}",
+                       why, where="FastSampler._parts") from exc
         windows, exact = _shape_of(ctx, got, shown)
         _check_parts(ctx, shown, x, params, routes, order, windows, expected, set(expected_exact) | set(exact), vocab)
         _check_exact(ctx, shown, x, params, routes, windows, exact, expected_exact, exact_why, window)
