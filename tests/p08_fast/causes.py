@@ -6,6 +6,7 @@ import torch
 
 from course import oracle
 from course.grader.checks import _noting
+from tests.p08.checks_examples import _follows_global_rng
 from tests.p08.diagnose import pieces_checker
 
 GREEDY = 1e-5
@@ -161,11 +162,12 @@ def window_stop_line(ctx, logits, params, prev, i, kept, wanted):
                  f"not certain (the set may go on outside) and takes the exact route")
 
 
-def uniform_line(ctx, target, ids, params, pos):
+def uniform_line(ctx, target, ids, params, pos, row, prev):
     """F4 and F7, when a row's filtered_probs match alone and in a batch but its token does not: for a stub-shaped file,
     the number its own _uniforms gives the row alone and at batch position pos (fresh samplers, first draw), and what
-    that rules out. None for a greedy row (it draws nothing), an unseeded one (its number is the shared stream's next:
-    the peers ahead of it move it, rightly) or when _uniforms is missing or fails."""
+    that rules out; when the number is the same, whether the row's draw alone (row [1, V], prev its history) follows
+    torch's global random state. None for a greedy row (it draws nothing), an unseeded one (its number is the shared
+    stream's next: the peers ahead of it move it, rightly) or when _uniforms is missing or fails."""
     if target.temperature < GREEDY or target.seed is None:
         return None
     try:
@@ -178,6 +180,16 @@ def uniform_line(ctx, target, ids, params, pos):
                      f"流（它的 seed 和它抽过几次），不能取决于 batch 的大小或顺序",
                      f"your _uniforms gives this row {alone!r} alone and {batched!r} at batch position {pos}: a row's number "
                      f"must come from its own stream (its seed and how many times it has drawn), whatever the batch")
+    try:
+        global_rng = _follows_global_rng(lambda: ctx.sample(ctx.sampler(), row, ["t"], [target], [prev])[0])
+    except Exception:  # noqa: BLE001 - the draw alone fails: the general line below
+        global_rng = False
+    if global_rng:
+        return ctx.t(f"你的 _uniforms 单独和在 batch 里给这一行同一个数（{alone!r}），可 sample() 的抽取跟着 torch 的全局随机状态走："
+                     f"单独一行，torch.manual_seed(1) 两次抽到同一个 token，manual_seed(2) 抽到别的。抽取只能用这一行的 u",
+                     f"your _uniforms gives this row the same number alone and in the batch ({alone!r}), yet sample()'s draw "
+                     f"follows torch's global random state: the row alone draws the same token twice after "
+                     f"torch.manual_seed(1) and another after manual_seed(2). Draw with the row's own u")
     return ctx.t(f"你的 _uniforms 单独和在 batch 里给这一行同一个数（{alone!r}），filtered_probs 也逐位相同：变的是 sample() 里的抽取："
                  f"它读了别的行的 u、另一个随机源，或者它自己做的某个求和取决于 batch",
                  f"your _uniforms gives this row the same number alone and in the batch ({alone!r}) and filtered_probs is "

@@ -173,7 +173,7 @@ def f4_bitwise_batch_invariance(ctx):
             tokens_alone = [ctx.sample(alone_sampler, row[None].to(ctx.device), ["t"], [target], [histories[t]])[0] for _ in range(4)]
             tokens_mixed = [ctx.sample(batch_sampler, batch_rows, ids, batch_params, batch_prev)[pos] for _ in range(4)]
             if tokens_alone != tokens_mixed:
-                if why := uniform_line(ctx, target, ids, batch_params, pos):
+                if why := uniform_line(ctx, target, ids, batch_params, pos, row[None].to(ctx.device), histories[t]):
                     raise Fail(f"request ({params_text(target)}), V={vocab}: alone -> {tokens_alone}, at position {pos} among "
                                f"{name} -> {tokens_mixed}", why, where="FastSampler.sample")
                 raise Fail(f"request ({params_text(target)}), V={vocab}: alone -> {tokens_alone}, at position {pos} among {name} -> {tokens_mixed}",

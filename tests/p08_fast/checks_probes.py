@@ -88,7 +88,7 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
                                f"at this length torch.sum rounds a lone row and a batch differently (this row's exp(z - max): "
                                f"{one:.9g} alone, {four:.9g} in a batch of four): sum over the row in int64 fixed point (as "
                                f"row_total does) or with a sequential per-row cumsum"))
-    elif same_probs and (drawn := uniform_line(ctx, probe.params, batch[3], batch[1], pos)):
+    elif same_probs and (drawn := uniform_line(ctx, probe.params, batch[3], batch[1], pos, alone[0], alone[2][0])):
         lines.append(drawn)
     elif same_probs:
         lines.append(ctx.t("filtered_probs 单独和在 batch 里逐位相同，token 却不同：抽样（消费的随机数或抽样时的求和）取决于同伴",
