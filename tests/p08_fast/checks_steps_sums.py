@@ -96,14 +96,15 @@ ROW_C = [math.log(p) for p in (0.04, 0.12, 0.4, 0.05, 0.3, 0.09)]          # 2 l
 BLOG = [math.log(p) for p in (0.5, 0.25, 0.15, 0.1)]
 
 
-def expected_window(z, top_k, top_p, row_mass):
-    """float64 oracle of filter_window for one canonical window row: (n_kept, e kept, total)."""
+def expected_window(z, top_k, top_p, row_mass, mass=None):
+    """float64 oracle of filter_window for one canonical window row: (n_kept, e kept, total). mass: another 100 % for
+    top-p than the rule's (to name a mistake)."""
     e = [math.exp(v - z[0]) for v in z]
     n = len(z)
     if top_k > 0:
         kth = z[top_k - 1]
         n = sum(1 for v in z if v >= kth)
-    mass = sum(e[:n]) if top_k > 0 else row_mass
+    mass = mass if mass is not None else sum(e[:n]) if top_k > 0 else row_mass
     if top_p != INF:
         before = 0.0
         for j in range(n):
@@ -112,6 +113,35 @@ def expected_window(z, top_k, top_p, row_mass):
                 break
             before += e[j]
     return n, e[:n], sum(e[:n])
+
+
+def _window_mass_why(ctx, z, top_k, top_p, row_mass, e, n_kept):
+    """A row with top-k and top-p on that kept a prefix as long as top-p measured against the whole window's mass
+    would keep (not its top-k set's): a line saying so, else None."""
+    kept = int((e > 0).sum())
+    if top_k <= 0 or top_p == INF or not bool((e[:kept] > 0).all()) or kept == n_kept:
+        return None
+    window_mass = sum(math.exp(v - z[0]) for v in z)
+    if expected_window(z, top_k, top_p, row_mass, mass=window_mass)[0] != kept or not _keeps_by_window_mass(ctx):
+        return None
+    top_k_mass = sum(expected_window(z, top_k, INF, row_mass)[1])
+    return ctx.t(f"你保留的列数正好是 top-p 拿整个窗口的质量（{window_mass:.4g}）当 100 % 时的结果；top-k 开着时，top-p 的 100 % 是 "
+                 f"top-k 保留集合的质量（{top_k_mass:.4g}：cs 在 top-k 最后一个保留列的值）",
+                 f"you keep as many columns as top-p keeps when it takes the whole window's mass ({window_mass:.4g}) as its "
+                 f"100 %; with top-k on, top-p's 100 % is the mass of the top-k set ({top_k_mass:.4g}: cs at top-k's last "
+                 f"kept column)")
+
+
+def _keeps_by_window_mass(ctx) -> bool:
+    """On z = [2, 1.5, 1, 0.5, 0], top_k = 4, top_p = 0.71 the rule keeps 2 columns, top-p against the whole window's
+    mass keeps 3 and top-k alone 4: does the file's filter_window keep 3?"""
+    z = torch.tensor([[2.0, 1.5, 1.0, 0.5, 0.0]], device=ctx.device)
+    col = lambda v, dtype=None: torch.tensor([[v]], dtype=dtype, device=ctx.device)  # noqa: E731
+    try:
+        e = ctx.fn("filter_window")(z, col(4), col(0.71), col(float(torch.exp(z - 2.0).sum())), True)[0]
+        return int((e > 0).sum()) == 3
+    except Exception:  # noqa: BLE001 - it cannot say
+        return False
 
 
 @check("T4b.filter_window", "filter_window（第 4b 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
@@ -182,8 +212,9 @@ def t4_filter_window(ctx):
             zeros_ok = bool((e[r, n_kept:] == 0).all()) and bool((e[r, :n_kept] > 0).all())
             row = f"called filter_window({shown}) -> row {r}"
             if not zeros_ok:
+                why = _window_mass_why(ctx, z[r].cpu().tolist(), top_k[r], top_p[r], row_mass[r], e[r], n_kept)
                 raise Fail(f"{row}: e {rows_text(e[r:r + 1], 8)}, expected {n_kept} kept columns "
-                           f"{rows_text([e_kept], 8)} and exactly 0 after ({label})",
+                           f"{rows_text([e_kept], 8)} and exactly 0 after ({label})", *[w for w in [why] if w],
                            ctx.t("保留的是一个前缀：top-k（>= 第 k 大的值）与 top-p（之前的质量 >= top_p 就删）中较短的那个；其余恰好为 0",
                                  "the kept set is a prefix: the shorter of top-k's (values >= the k-th) and top-p's (drop once "
                                  "the mass before reaches top_p); exactly 0 after it"),
