@@ -67,11 +67,20 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
              f"{', '.join(moved)} moved" + (f" (max |probability difference| {diff:.2e})" if diff else ""),
              _state(ctx, "  alone", a_facts, routes[0]), _state(ctx, f"  {here}", b_facts, routes[1])]
     if routes[0] != routes[1]:
-        lines.append(ctx.t(f"这个同伴改变了这一行的路线（单独：{routes[0]}，这里：{routes[1]}）：一行的路线和它是否 certain 只能由它自己决定；"
-                           "在浮点边界上两条路线保留的集合不同",
-                           f"this peer moved the row to another route (alone: {routes[0]}, here: {routes[1]}): a row's route "
-                           f"and whether it is certain must be decided by the row alone; at a float boundary two routes keep "
-                           f"different sets"))
+        logits, params, prev = alone[:3]
+        copy = _route(ctx, torch.cat([logits, logits]), params * 2, prev * 2, 0) if len(params) == 1 else None
+        if copy not in (routes[0], None):
+            lines.append(ctx.t(f"它自己的一份拷贝（同样的行、同样的参数）做同伴也让它换了路线（单独：{routes[0]}，在拷贝旁：{copy}）："
+                               f"决定路线的是 batch 的大小（单独 B = 1，这里 B = 2），不是哪个同伴。一行的路线只能由它自己决定",
+                               f"a copy of the row itself (the same logits and params) as its peer moves it too (alone: "
+                               f"{routes[0]}, beside its copy: {copy}): the batch size decides its route (B = 1 alone, B = 2 here), not which peer. A row's "
+                               f"route must be decided by the row alone"))
+        else:
+            lines.append(ctx.t(f"这个同伴改变了这一行的路线（单独：{routes[0]}，这里：{routes[1]}）：一行的路线和它是否 certain 只能由它自己决定；"
+                               "在浮点边界上两条路线保留的集合不同",
+                               f"this peer moved the row to another route (alone: {routes[0]}, here: {routes[1]}): a row's route "
+                               f"and whether it is certain must be decided by the row alone; at a float boundary two routes keep "
+                               f"different sets"))
     elif (changed := penalty_line(ctx, *batch[:3], pos) or _peers_penalty(ctx, a_probs, batch, pos)) is not None:
         lines.append(changed)
     elif long_row:
