@@ -67,13 +67,15 @@ def t4_prefix_sum_and_row_total(ctx):
             x = torch.exp(torch.randn(6, vocab, generator=g) * 3.0)
             x = (x / x.amax(-1, keepdim=True)).to(dev)                                       # [6, V]
             x[5] = torch.rand(vocab, generator=g).to(dev) * 0.5 + 0.5                        # a flat row: sum ~ 0.75 V
+            x[4] = 1.0                                                   # equal logits: sum V (4099 > 2**(13 - 1))
             total = need_tensor(ctx, "row_total", f"e [6, {vocab}]", call(ctx, "row_total", f"e [6, {vocab}]", x), (6, 1)).cpu()
             exact = x.double().cpu().sum(-1, keepdim=True)
             if not ((total.double() - exact).abs() / exact).max().item() < 1e-5:
                 r = int(((total.double() - exact).abs() / exact).argmax())
                 overflow = overflow_line(ctx, ctx.fn("row_total"), x[r:r + 1].contiguous(), float(exact[r, 0]))
                 raise Fail(f"called row_total(e [6, {vocab}]) -> row {r} = {bits(total[r, 0].item())}, expected "
-                           f"{bits(exact[r, 0].item())} (float64 sum)" + (" (row 5: weights in [0.5, 1])" if r == 5 else ""),
+                           f"{bits(exact[r, 0].item())} (float64 sum)" + {5: " (row 5: weights in [0.5, 1])",
+                                                                 4: " (row 4: every weight 1)"}.get(r, ""),
                            *[line for line in [overflow] if line], where="row_total")
             for r in range(6):
                 alone = call(ctx, "row_total", f"e[{r}:{r + 1}] [1, {vocab}]", x[r:r + 1].contiguous())
