@@ -178,3 +178,8 @@ def test_row_weights_of_a_batch_above_2_24_elements_uses_fresh_buffers_with_the_
     scale = 2.0 ** (62 - vocab.bit_length())
     assert torch.equal(units, (want * scale).long()), \
         "called row_weights(z [1, 2**24 + 3]) -> units, expected floor(e * scale)"
+    knobs = torch.ones(1, 1), torch.zeros(1, 1, dtype=torch.long), torch.full((1, 1), 0.9)   # T 1, top-k off, p 0.9
+    u = torch.full((1, 1), 0.5, dtype=torch.float64)
+    handed = selection.exact_rows(z, *knobs, u, has_top_k=False, unit_temp=True, weights=(e, units))
+    own = selection.exact_rows(z, *knobs, u, has_top_k=False, unit_temp=True)
+    assert torch.equal(handed, own), f"exact_rows with the weights handed over -> {handed}, its own weighing -> {own}"
