@@ -57,7 +57,8 @@ CAUSES = [
     Mutant("exact_route_drops_the_large_top_k_rows", "F7",
            (("            parts = [exact] * bool(routes.exact) + [rows[pick]", "            parts = [rows[pick]"),),
            "rows with top_k above WINDOW_K are dropped from the exact route when a window row is not certain: their "
-           "tokens stay torch.empty's", "(req_id 'p', top_k=299, seed=101): token id"),
+           "tokens stay torch.empty's",                      # whatever memory torch.empty hands back: a peer whose
+           ("is outside [0, 300) your route() puts it on exact", "moved")),  # garbage is in range shows as moved
     Mutant("top_p_row_certain_at_its_window", "F1",
            (('complete = name == "top_p" and width == vocab', 'complete = name == "top_p" and width >= WINDOW'),),
            "every top-p-only row counts as complete: a nucleus wider than the window stops at its 64 columns",
