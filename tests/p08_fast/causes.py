@@ -2,6 +2,8 @@
 sampler on the row alone) or an oracle of one known mistake, and returns a line only when that shows the cause.
 Used by T4a, T4b, T5, F1, F5 and, through diagnose.pieces_checker, every whole-sampler check that calls
 earlier_step_first (I6.large's "the nucleus is cut short" among them)."""
+import contextlib
+
 import torch
 
 from course import oracle
@@ -197,26 +199,37 @@ def uniform_line(ctx, target, ids, params, pos, row, prev):
                  f"randomness, or a sum of its own that depends on the batch")
 
 
+@contextlib.contextmanager
+def watching(impl, name, note):
+    """While open, impl.<name> calls note(*args, **kwargs) first, then the file's own function; restored on exit. No-op when the
+    file has no such function."""
+    own = getattr(impl, name, None)
+    if not callable(own):
+        yield
+        return
+
+    def watched(*args, **kwargs):
+        note(*args, **kwargs)
+        return own(*args, **kwargs)
+    setattr(impl, name, watched)
+    try:
+        yield
+    finally:
+        setattr(impl, name, own)
+
+
 def narrow_window_line(ctx, sampler, x, params, routes, knobs, order):
     """_parts raised: re-run it recording the widths it asks window_topk for. A line when a top-k part's window has no
     more columns than its widest top_k (filter_window reads column k), else None."""
-    window = getattr(ctx.impl, "window_topk", None)
     top_k = [params[i].top_k for i in getattr(routes, "top_k", [])]
-    if not callable(window) or not top_k:
+    if not callable(getattr(ctx.impl, "window_topk", None)) or not top_k:
         return None
     widths = []
-
-    def measuring(x_part, width):
-        widths.append(int(width))
-        return window(x_part, width)
-
-    ctx.impl.window_topk = measuring
-    try:
-        sampler._parts(x, params, routes, knobs, order)
-    except Exception:  # noqa: BLE001 - the crash being explained
-        pass
-    finally:
-        ctx.impl.window_topk = window
+    with watching(ctx.impl, "window_topk", lambda x_part, width, *rest, **kw: widths.append(int(width))):
+        try:
+            sampler._parts(x, params, routes, knobs, order)
+        except Exception:  # noqa: BLE001 - the crash being explained
+            pass
     widest = max(top_k)
     if not widths or widths[0] > widest or widths[0] >= x.shape[1]:
         return None                                                  # the top-k part comes first in the stub's order

@@ -11,7 +11,8 @@ from tests.p08.context import params_text
 from course.loader import load_solution
 from course.sampling_params import GREEDY_TEMPERATURE
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
-from tests.p08_fast.causes import exact_gap_line, penalty_line, uniform_line, window_mass_line, window_stop_line
+from tests.p08_fast.causes import (exact_gap_line, penalty_line, uniform_line, watching, window_mass_line,
+                                   window_stop_line)
 from tests.p08_fast.batches import (edge_batches, heterogeneous_batch, order_batch, random_params, tie_batch,
                                     wide_top_p_batch)
 
@@ -250,22 +251,10 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
                            f"it sorts full rows (V={vocab}): work in the [B, K] window (torch.topk), not on the whole vocabulary"))
     exact, detour = getattr(ctx.impl, "exact_rows", None), False      # the stub's given exact route: count its rows
     if callable(exact):
-        taken, widths, window = [], [], getattr(ctx.impl, "window_topk", None)
-
-        def counting(x, *args, **kwargs):
-            taken.append(x.shape[0])
-            return exact(x, *args, **kwargs)
-
-        def measuring(x, width, *args, **kwargs):
-            widths.append(int(width))
-            return window(x, width, *args, **kwargs)
-        ctx.impl.exact_rows = counting
-        if callable(window):
-            ctx.impl.window_topk = measuring
-        try:
+        taken, widths = [], []
+        with watching(ctx.impl, "exact_rows", lambda x, *rest, **kw: taken.append(x.shape[0])), \
+                watching(ctx.impl, "window_topk", lambda x, width, *rest, **kw: widths.append(int(width))):
             fast.sample(logits, ids, params, prev)
-        finally:
-            ctx.impl.exact_rows, ctx.impl.window_topk = exact, window
         lines[0] += f"; {sum(taken)} of {len(ids)} rows took the exact route"
         detour = sum(taken) > len(ids) // 2
         top_k = params[0].top_k
