@@ -335,7 +335,7 @@ def main(argv=None):
             return 1
         print(format_counts(results, with_yours(METHODS) if impl else METHODS, markdown=args.markdown))
         print("per sample() call: torch ops / host syncs / uploads of Python data "
-              "(torch.profiler; the same on any CPU for one torch version)")
+              "(torch's profiler; the same on any CPU for one torch version)")
         return 0
     repeat = args.repeat or (5 if args.quick else 20)
     budget = 0.3 if args.quick else 2.0
@@ -367,7 +367,7 @@ def main(argv=None):
     print((note + "\n") if note else "")
     print(format_counts(results, methods, markdown=args.markdown))
     print("per sample() call: torch ops / host syncs / uploads of Python data "
-          "(torch.profiler; the same on any CPU for one torch version)")
+          "(torch's profiler; the same on any CPU for one torch version)")
     from course.bench import hostwork            # the fast path's host work per row, a figure of its own
     print(hostwork.report())
     if args.png:

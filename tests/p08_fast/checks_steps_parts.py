@@ -305,7 +305,7 @@ def _kept_over_window(values, p, width):
 
 
 def _check_one_sync(ctx, sampler, x, params, routes, knobs, order, shown):
-    """At most one host sync per call, counted with torch.profiler (course/bench/opcount.py): the same on any CPU."""
+    """At most one host sync per call, counted with torch's profiler (course/bench/opcount.py): the same on any CPU."""
     if x.device.type != "cpu":
         return
     from course.bench import opcount
