@@ -9,7 +9,8 @@ Chinese notebook prints is Chinese: at most 20 % English-prose lines, counted by
 count test_notebooks.py makes on the executed notebooks). The mine/ toggle stays on the reference while mine/ is a stub.
 Saving leaves `git status` clean (the save hook, course/notebook/save_hook.py, enabled as notebook_setup does);
 a restarted kernel, then a reload, leave the panels on screen (the widget-state setting) each saying it is not
-live, until the notebook runs again; a real source edit then shows as modified.
+live, until the notebook runs again; a real source edit then shows as modified. Each notebook run here is checked,
+as saved, like a headless run (tests/self/executed_notebook.py), and is not run headless as well.
 Needs Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and `pip install playwright`; skipped, naming
 what is missing, otherwise. The notebooks run on copies in a temporary git repo: the course repo stays clean.
 Screenshots go to $COURSE_SCREENSHOTS when set.
@@ -25,11 +26,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from course.notebook import notebook_setup, prose
 from course.notebook.layout import TRACK_MIN_PX
 from course.problems import ROOT
+from tests.self.executed_notebook import assert_ran_cleanly
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -145,14 +148,14 @@ def open_notebook(browser, base, token, path, errors):
 
 def wait_for_kernel(page):
     page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook .jp-Cell')", timeout=60_000)
+    idle = ("(k => !!k && k.status === 'idle' && k.connectionStatus === 'connected')"
+            "(window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel)")   # a kernel, started and idle
+    asks = "[...document.querySelectorAll('.jp-Dialog button')].some(b => b.textContent.includes('Select'))"
+    page.wait_for_function(f"() => {idle} || {asks}", timeout=60_000)   # a fresh server may ask for a kernel first
     select = page.locator(".jp-Dialog button:has-text('Select')")
-    try:
-        select.wait_for(state="visible", timeout=5_000)      # "Select Kernel" on a fresh server
-        select.click()
-    except Exception:
-        pass
-    page.wait_for_function("document.querySelector('.jp-Notebook-ExecutionIndicator[data-status=\"idle\"]') !== null",
-                           timeout=60_000)
+    if select.count():
+        select.first.click()
+    page.wait_for_function(f"() => {idle}", timeout=60_000)
 
 
 def run_all(page):
@@ -186,6 +189,17 @@ def wait_changed(page, panel, before):
             return
         page.wait_for_timeout(100)
     pytest.fail("the panel's picture did not change")
+
+
+def note_saying(page, note, *words):
+    """The note's text once it holds every one of words: the note and the picture are two widgets, whose updates
+    the page may apply in either order, so a changed picture does not mean a changed note."""
+    for _ in range(100):
+        text = note.inner_text()
+        if all(word in text for word in words):
+            return text
+        page.wait_for_timeout(100)
+    pytest.fail(f"the panel's note never said {words}: it says {note.inner_text()!r}")
 
 
 # One pass over the page at WIDTH: what the learners reported, measured in the browser.
@@ -283,6 +297,13 @@ def save(page):
     page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
 
 
+def assert_saved_ran_cleanly(work, notebook, path):
+    """The notebook as saved after its run passes the checks a headless run gets (tests/self/executed_notebook.py);
+    the headless run of a notebook marked runs_notebook is skipped while this test runs (tests/self/conftest.py)."""
+    nb = nbformat.read(work / path, as_version=4)
+    assert_ran_cleanly(notebook, nb, roots=(ROOT, work))
+
+
 def assert_chinese_prose(page):
     """What the notebook printed (its stdout) is Chinese: at most MAX_ENGLISH_SHARE English-prose lines."""
     streams = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stdout']")
@@ -301,6 +322,7 @@ def shot_wide(page, name, element):
     page.wait_for_timeout(500)
 
 
+@pytest.mark.runs_notebook("p08-zh")
 def test_sampler_notebook_in_chinese(lab, browser):
     base, token, work = lab
     errors = []
@@ -334,8 +356,8 @@ def test_sampler_notebook_in_chinese(lab, browser):
     before, first_run = image_of(invariance), note.inner_text()
     again.click()
     wait_changed(page, invariance, before)
-    second_run = note.inner_text()
-    assert "第 2 次运行" in second_run != first_run
+    second_run = note_saying(page, note, "第 2 次运行")
+    assert second_run != first_run
     peers = [[line.split("同伴")[-1] for line in text.splitlines() if line.startswith("混合 ")]
              for text in (first_run, second_run)]
     assert len(peers[0]) == 3 and not set(peers[0]) & set(peers[1]), peers     # new peers on every run
@@ -396,10 +418,12 @@ def test_sampler_notebook_in_chinese(lab, browser):
     save(page)
     assert status(work, "notebooks/p08_sampler.ipynb") == " M notebooks/p08_sampler.ipynb\n"
     assert "+    \"# an edit\"" in git(work, "diff")
+    assert_saved_ran_cleanly(work, "p08-zh", "notebooks/p08_sampler.ipynb")
     assert not errors, errors                                         # restart and reload included
     page.close()
 
 
+@pytest.mark.runs_notebook("p08-fast-en")
 def test_fast_path_notebook_in_english(lab, browser):
     base, token, work = lab
     errors = []
@@ -417,7 +441,7 @@ def test_fast_path_notebook_in_english(lab, browser):
     before = image_of(panel)
     set_slider(page, panel, "top_k (-1 off)", -1)
     wait_changed(page, panel, before)
-    assert "not certain" in note.inner_text() and "exact route" in note.inner_text()
+    note_saying(page, note, "not certain", "exact route")
     shot(page, "p08_fast_en_window_panel")
     layout = assert_layout(page)
     assert len(layout["tracks"]) == 3
@@ -438,9 +462,11 @@ def test_fast_path_notebook_in_english(lab, browser):
     save(page)
     assert '"output_type": "display_data"' in (work / "notebooks/en/p08_fast_path.ipynb").read_text(encoding="utf-8")
     assert status(work, "notebooks/en/p08_fast_path.ipynb") == "", git(work, "diff")
+    assert_saved_ran_cleanly(work, "p08-fast-en", "notebooks/en/p08_fast_path.ipynb")
     page.close()
 
 
+@pytest.mark.runs_notebook("p08-fast-zh")
 def test_fast_path_notebook_in_chinese(lab, browser):
     """The Chinese fast-path notebook prints Chinese and fits the page; its window panel and the bucket figure are
     screenshot at 1024 and 1280 px."""
@@ -460,7 +486,7 @@ def test_fast_path_notebook_in_chinese(lab, browser):
     before = image_of(panel)
     set_slider(page, panel, "top_k (-1 off)", 60)
     wait_changed(page, panel, before)
-    assert "不 certain" in note.inner_text()
+    note_saying(page, note, "不 certain")
     shot(page, "p08_fast_zh_window_panel", panel)
     shot_wide(page, "p08_fast_zh_window_panel_1280", panel)
     buckets = page.locator(".jp-CodeCell .jp-OutputArea:has(img)").filter(has_text="个非空桶").first
@@ -469,4 +495,7 @@ def test_fast_path_notebook_in_chinese(lab, browser):
     shot_wide(page, "p08_fast_zh_buckets_1280", buckets)
     assert not errors, errors
     assert_layout(page)
+    save(page)
+    assert status(work, "notebooks/p08_fast_path.ipynb") == "", git(work, "diff")
+    assert_saved_ran_cleanly(work, "p08-fast-zh", "notebooks/p08_fast_path.ipynb")
     page.close()

@@ -20,12 +20,12 @@ from course.notebook import nbstrip, panel_invariance, prose, text  # noqa: E402
 from course.notebook import widgets as cw  # noqa: E402
 from course.loader import load_module  # noqa: E402
 from course.sampling_params import SamplingParams  # noqa: E402
+from tests.self.executed_notebook import assert_ran_cleanly  # noqa: E402
 
 ROOT_DIR = problems.ROOT
 NOTEBOOKS = {name: p.path("notebook") for name, p in problems.problems().items()}
 ALL_NOTEBOOKS = {f"{name}-{lang}": p.path(which) for name, p in problems.problems().items()
                  for lang, which in (("zh", "notebook"), ("en", "notebook_en")) if getattr(p, which)}
-LONG_FLOAT = re.compile(r"\d\.\d{9,}")   # -0.20000000298023224: print rounded values
 CELL_TIMEOUT_S = 120
 
 
@@ -110,39 +110,9 @@ def test_notebook_runs_top_to_bottom_headless(notebook, tmp_path, monkeypatch):
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()   # raises CellExecutionError, naming the cell, on the first failing cell
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    assert not [o for o in outputs if o.output_type == "error"]
-    assert any("image/png" in o.get("data", {}) for o in outputs), "no figure was drawn"
-    noisy = [o.text for o in outputs if o.output_type == "stream" and LONG_FLOAT.search(o.text)]
-    assert not noisy, f"unrounded floats printed: {noisy}"
-    assert not [o.text for o in outputs if o.output_type == "stream" and o.name == "stderr"]
-    lines = [line for line in prose.notebook_printed_lines(nb) if str(ROOT_DIR) not in line]   # the root varies
-    assert_prints_its_language(notebook, lines)
-    wide = [line for line in lines if text.columns(line) > text.LINE_COLUMNS]
-    assert not wide, f"lines wider than the page at a 1024 px window ({text.LINE_COLUMNS} columns): {wide}"
-    printed = "\n".join(lines)
-    if notebook.startswith("p08-fast"):                                # says whose code ran: the stub's steps
-        assert ("is still a stub" in printed and "code: penalized_fp32 from solutions/p08_sampler_fast.py" in printed) \
-            if notebook.endswith("en") else \
-            ("还是桩代码" in printed and "代码：penalized_fp32 来自 solutions/p08_sampler_fast.py" in printed)
-        # the prose on the blog's clamp_min says "about 50 in every million draws": what the cell computes
-        draws = re.findall(r"(?:in 1,000,000 steps: about|1,000,000 步里预计抽到被删 token：约) (\d+)", printed)
-        assert len(draws) == 1 and 40 <= int(draws[0]) <= 60, draws
-    else:                                                              # the stub ran nothing: §5 never says "yours"
-        assert not re.search(r"your apply_top_p|你的 apply_top_p", printed), printed
-        assert ("the reference" if notebook.endswith("en") else "参考解") in printed
+    assert_ran_cleanly(notebook, nb)
     # what git sees after a run and a save (the nbstrip clean filter): the committed file, byte for byte
     assert nbstrip.strip_text(nbformat.writes(nb)) == committed
-
-
-def assert_prints_its_language(notebook, lines):
-    """Chinese: at most MAX_ENGLISH_SHARE English-prose lines (course/notebook/prose.py); English: no Chinese."""
-    english, _, share = prose.english_share(lines)
-    if notebook.endswith("-zh"):
-        assert share <= prose.MAX_ENGLISH_SHARE, f"{share:.0%} of the printed lines are English prose: {english}"
-    else:
-        assert not [line for line in lines if prose.CJK.search(line)], lines
-        assert share >= 0.3, f"only {share:.0%} of the English notebook's lines read as English"
 
 
 def test_english_prose_lines_are_told_from_numbers_code_and_chinese():
