@@ -10,12 +10,13 @@ from tests.self import mutants, mutants_fast
 from tests.self.helpers import check_ids, mutate, run
 
 PROBLEMS = [name for name, p in problems.problems().items() if p.path("solution").exists()]
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU"))]
+GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@GPU
 @pytest.mark.parametrize("problem", PROBLEMS)
-def test_reference_passes_every_check(problem, device):
+def test_reference_passes_every_check_on_a_gpu(problem, device="cuda"):
+    """On the CPU, test_cli.py grades the reference through check.sh."""
     results = run(problem, problems.get(problem).path("solution"), check_ids(problem), device)
     failed = {cid: r.lines for cid, r in results.items() if not r.passed}
     assert len(results) == len(check_ids(problem)) and not failed, f"the reference fails: {failed}"
