@@ -5,6 +5,7 @@ sampler draws from" is written once.
 """
 from __future__ import annotations
 
+import heapq
 import math
 
 from course.sampling_params import GREEDY_TEMPERATURE
@@ -32,12 +33,18 @@ def top_k_filter(values, top_k) -> list:
     """Step 4: keep values >= the k-th largest when 0 < top_k < V."""
     if not 0 < top_k < len(values):
         return list(values)
-    kth = sorted(values, reverse=True)[top_k - 1]
+    kth = largest(values, top_k)[top_k - 1]
     return [x if x >= kth else NEG_INF for x in values]
 
 
+def largest(values, n) -> list:
+    """The n largest values, descending (a heap for a few, a sort for many: the same list)."""
+    return heapq.nlargest(n, values) if n <= 4096 else sorted(values, reverse=True)[:n]
+
+
 def descending_order(values) -> list:
-    return sorted(range(len(values)), key=lambda i: -values[i])
+    """Ids by descending value, equal values by ascending id (a stable sort keeps ties in id order)."""
+    return sorted(range(len(values)), key=values.__getitem__, reverse=True)
 
 
 def top_p_filter(values, top_p) -> list:
@@ -56,9 +63,10 @@ def top_p_filter(values, top_p) -> list:
 def cut_is_clear(values, top_k, top_p, margin=1e-4) -> bool:
     """True when two correct fp32 samplers must agree on the kept set of these (tempered) values: no tie
     straddles the top-k or top-p cut, and no 'mass before' lies within `margin` of top_p."""
-    ranked = sorted(values, reverse=True)
-    if 0 < top_k < len(values) and ranked[top_k - 1] == ranked[top_k] != NEG_INF:
-        return False
+    if 0 < top_k < len(values):
+        ranked = largest(values, top_k + 1)
+        if ranked[top_k - 1] == ranked[top_k] != NEG_INF:
+            return False
     values = top_k_filter(values, top_k)
     if not 0 < top_p < 1:
         return True
