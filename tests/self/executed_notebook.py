@@ -1,7 +1,7 @@
 """What a notebook that ran top to bottom must show, however it ran: headless (test_notebooks.py) or in a real
-JupyterLab and saved (test_browser.py). One set of checks, so a notebook the browser test runs is not run a second
-time headless: tests/self/conftest.py skips the headless run of a notebook a selected browser test that can run
-is marked to run (`runs_notebook`)."""
+JupyterLab and saved (test_browser.py). One set of checks, so a notebook the browser test runs need not run a
+second time headless: a browser test names its notebook with the `runs_notebook` mark, and tests/self/conftest.py
+skips that notebook's headless run while the browser test is selected and can run."""
 import re
 
 from course.notebook import prose, text
