@@ -110,9 +110,10 @@ class FastSampler:
             redo = (~settled).nonzero()[:, 0]
             vals2, ids2 = _ordered(z.index_select(0, redo), vocab)
             e2, cs2, total2, _ = _filter(vals2, top_k[redo], top_p[redo], mass[redo], True)
-            pad = lambda t, w: torch.cat([t, t.new_zeros(t.shape[0], w - t.shape[1])], 1)  # noqa: E731
-            e, cs, ids = (pad(t, vocab) for t in (e, cs, ids))
-            e[redo], cs[redo], ids[redo], total[redo] = e2, cs2, ids2, total2
+            used = max(WIDTH, int((e2 > 0).sum(-1).max()))                       # past it every weight is 0
+            pad = lambda t: torch.cat([t, t.new_zeros(t.shape[0], used - t.shape[1])], 1)  # noqa: E731
+            e, cs, ids = (pad(t) for t in (e, cs, ids))
+            e[redo], cs[redo], ids[redo], total[redo] = e2[:, :used], cs2[:, :used], ids2[:, :used], total2
         return at, e, cs, total, ids
 
     def sample(self, logits, req_ids, params, prev_tokens):

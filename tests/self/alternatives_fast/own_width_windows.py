@@ -117,12 +117,13 @@ class FastSampler:
             e[sel, :w], cs[sel, :w], ids[sel, :w], total[sel] = ge, gcs, gids, gtotal
             redo += [j for j, ok in zip(group, settled.tolist()) if not ok]
         if redo:                                                                 # sort those rows whole instead
-            pad = lambda t: torch.cat([t, t.new_zeros(t.shape[0], vocab - cap)], 1)  # noqa: E731
-            e, cs, ids = pad(e), pad(cs), pad(ids)
             sel = torch.tensor(redo, device=dev)
             vals, rids = _ordered(z.index_select(0, sel), vocab)
-            e[sel], cs[sel], total[sel], _ = _filter(vals, top_k[sel], top_p[sel], mass[sel], True)
-            ids[sel] = rids
+            e2, cs2, total[sel], _ = _filter(vals, top_k[sel], top_p[sel], mass[sel], True)
+            used = max(cap, int((e2 > 0).sum(-1).max()))                         # past it every weight is 0
+            pad = lambda t: torch.cat([t, t.new_zeros(t.shape[0], used - cap)], 1)  # noqa: E731
+            e, cs, ids = pad(e), pad(cs), pad(ids)
+            e[sel], cs[sel], ids[sel] = e2[:, :used], cs2[:, :used], rids[:, :used]
         return at, e, cs, total, ids
 
     def sample(self, logits, req_ids, params, prev_tokens):
