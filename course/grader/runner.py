@@ -20,7 +20,7 @@ from course.grader.info import CheckInfo, Hint
 from course.problems import ROOT
 
 TOTAL_BUDGET_S = 240.0      # the whole run ends within a few minutes, whatever the file does
-SHORT_LIMIT_S = 8.0         # per-check limit once two checks have timed out
+SHORT_LIMIT_S = 8.0         # per-check limit once two checks have timed out (never above --timeout)
 IMPORT_LIMIT_S = 15.0       # importing the learner's file (at least this, whatever the per-check limit;
 #                             COURSE_IMPORT_LIMIT_S lowers it, as the self-tests do for a file that hangs at import)
 
@@ -123,7 +123,7 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
         current, t0 = None, time.monotonic()
         while True:
             budget_left = TOTAL_BUDGET_S - (time.monotonic() - started)
-            wait = min(limit if timeouts < 2 else SHORT_LIMIT_S, max(budget_left, 0.1))
+            wait = min(limit if timeouts < 2 else min(limit, SHORT_LIMIT_S), max(budget_left, 0.1))
             if current is None:
                 wait = max(wait, 60.0)   # starting python + torch is not the learner's time
             elif current == "__import__":
