@@ -1,5 +1,7 @@
-"""Hostile: sample() never returns."""
+"""Hostile: sample() never returns (it sleeps rather than spins: the grader stops it the same way, and a spinning
+loop would take a core from the rest of the suite)."""
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -12,4 +14,4 @@ SamplingParams, apply_repetition_penalty, apply_top_k, apply_top_p = (
 class Sampler(ref.Sampler):
     def sample(self, logits, req_ids, params, prev_tokens):
         while True:
-            pass
+            time.sleep(1)
