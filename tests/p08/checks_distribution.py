@@ -2,7 +2,9 @@
 seed page's rows (I6) and, in I6.large, sample() at real vocabulary sizes (V = 50257, 151936), on peaked, flat and
 head-and-tail rows whose nuclei hold hundreds to thousands of tokens. Draws are compared with the oracle by
 rank bucket (ranks 0-7, 8-31, ... in the row's descending order), 6 standard deviations, fixed seeds."""
+import functools
 import math
+from types import SimpleNamespace
 
 import torch
 
@@ -25,7 +27,8 @@ def rank_buckets(probs, order):
     return list(zip(cuts[:-1], cuts[1:]))
 
 
-def cases(ctx):
+@functools.lru_cache(maxsize=None)      # the same for every file graded in one process (the self-tests grade many)
+def cases():
     """(label, row [V], params kwargs, draws): each row's kept set is clear of ties and near-ties."""
     g = torch.Generator().manual_seed(91)
     peaked = zipf_logits(g, 1, 50257)[0]
@@ -44,21 +47,29 @@ def cases(ctx):
     ]
 
 
+@functools.lru_cache(maxsize=None)      # pure Python over 50257-151936 values: once a process for the same knobs
+def oracle_view(n, temperature, top_k, top_p, repetition_penalty):
+    """What the oracle says of cases()[n] under these knobs: (values, probs, descending order, rank of each token,
+    tokens a hair from the top-p cut, kept count)."""
+    values = tuple(cases()[n][1].tolist())
+    knobs = SimpleNamespace(temperature=temperature, top_k=top_k, top_p=top_p, repetition_penalty=repetition_penalty)
+    probs = oracle.probs_for(values, knobs)
+    order = oracle.descending_order(values)
+    rank = {token: r for r, token in enumerate(order)}
+    return values, probs, order, rank, oracle.ambiguous_tokens(values, knobs), sum(p > 0 for p in probs)
+
+
 @check("I6.large", "真实词表大小：V = 50257 与 151936，几百上千个 token 的 nucleus",
        "real vocabulary sizes: V = 50257 and 151936, nuclei of hundreds to thousands of tokens",
        hint=("p08", 2, "s5"))
 def i6_large_vocabularies(ctx):
-    for n, (label, row, kwargs, draws) in enumerate(cases(ctx)):
-        values = row.tolist()
+    for n, (label, row, kwargs, draws) in enumerate(cases()):
         params = ctx.params(**kwargs)
-        probs = oracle.probs_for(values, params)
-        order = oracle.descending_order(values)
-        rank = {token: r for r, token in enumerate(order)}
+        values, probs, order, rank, unsure, kept = oracle_view(n, params.temperature, params.top_k, params.top_p,
+                                                               params.repetition_penalty)
         tokens = draws_of(ctx, row, draws, 20_000 + 1000 * n, chunk=100, **kwargs)
         call = f"{label}: {draws} draws of {ctx.sampler_name}.sample(..., {params_text(params)})"
-        unsure = oracle.ambiguous_tokens(values, params)               # a hair from the top-p cut: either way is right
-        outside = [t for t in tokens if probs[t] == 0.0 and t not in unsure]
-        kept = sum(p > 0 for p in probs)
+        outside = [t for t in tokens if probs[t] == 0.0 and t not in unsure]   # unsure: a hair from the top-p cut
         if outside:
             diagnose.earlier_step_first(ctx, f"{call} drew token {outside[0]} (rank {rank[outside[0]]})",
                                         [(values, params, [])] if len(values) <= 60_000 else [], stream=True, filters=True)
