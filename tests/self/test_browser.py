@@ -183,23 +183,30 @@ def set_slider(page, panel, label, value):
     page.keyboard.press("Enter")
 
 
+def poll(page, ready, tries=100, every_ms=100):
+    """ready()'s first truthy value, asked every every_ms milliseconds, at most `tries` times; None if never."""
+    for _ in range(tries):
+        if value := ready():
+            return value
+        page.wait_for_timeout(every_ms)
+    return None
+
+
 def wait_changed(page, panel, before):
-    for _ in range(100):
-        if image_of(panel) != before:
-            return
-        page.wait_for_timeout(100)
-    pytest.fail("the panel's picture did not change")
+    if not poll(page, lambda: image_of(panel) != before):
+        pytest.fail("the panel's picture did not change")
 
 
 def note_saying(page, note, *words):
     """The note's text once it holds every one of words: the note and the picture are two widgets, whose updates
     the page may apply in either order, so a changed picture does not mean a changed note."""
-    for _ in range(100):
+    def said():
         text = note.inner_text()
-        if all(word in text for word in words):
-            return text
-        page.wait_for_timeout(100)
-    pytest.fail(f"the panel's note never said {words}: it says {note.inner_text()!r}")
+        return text if all(word in text for word in words) else None
+    text = poll(page, said)
+    if text is None:
+        pytest.fail(f"the panel's note never said {words}: it says {note.inner_text()!r}")
+    return text
 
 
 # One pass over the page at WIDTH: what the learners reported, measured in the browser.
@@ -286,11 +293,8 @@ def visible_stale_notes(page):
 
 
 def wait_stale_notes(page, count):
-    for _ in range(150):
-        if visible_stale_notes(page) >= count:
-            return
-        page.wait_for_timeout(200)
-    pytest.fail(f"{visible_stale_notes(page)} panels say they are not live, expected {count}")
+    if not poll(page, lambda: visible_stale_notes(page) >= count, tries=150, every_ms=200):
+        pytest.fail(f"{visible_stale_notes(page)} panels say they are not live, expected {count}")
 
 
 def save(page):
@@ -343,10 +347,7 @@ def test_sampler_notebook_in_chinese(lab, browser):
     assert "还是桩代码" in filter_panel.locator(".widget-html").nth(1).inner_text()
     toggle.locator("button:has-text('我的代码 mine/')").click()    # the kernel moves it back
     page.wait_for_timeout(300)
-    for _ in range(100):
-        if toggle.locator(".mod-active").inner_text() == "参考解 solutions/":
-            break
-        page.wait_for_timeout(100)
+    poll(page, lambda: toggle.locator(".mod-active").inner_text() == "参考解 solutions/")
     assert toggle.locator(".mod-active").inner_text() == "参考解 solutions/"
     shot(page, "p08_sampler_zh_panel1", filter_panel)
     shot_wide(page, "p08_sampler_zh_panel1_1280", filter_panel)
