@@ -15,9 +15,9 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU")
 
 @GPU
 @pytest.mark.parametrize("problem", PROBLEMS)
-def test_reference_passes_every_check_on_a_gpu(problem, device="cuda"):
+def test_reference_passes_every_check_on_a_gpu(problem):
     """On the CPU, test_cli.py grades the reference through check.sh."""
-    results = run(problem, problems.get(problem).path("solution"), check_ids(problem), device)
+    results = run(problem, problems.get(problem).path("solution"), check_ids(problem), "cuda")
     failed = {cid: r.lines for cid, r in results.items() if not r.passed}
     assert len(results) == len(check_ids(problem)) and not failed, f"the reference fails: {failed}"
 
