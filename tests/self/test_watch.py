@@ -68,6 +68,12 @@ def test_ctrl_c_while_waiting_is_a_clean_exit_130(tmp_path):
     assert "已停止监视" in stream.getvalue()
 
 
+def _ctrl_c_as_on_a_terminal():
+    """In the child before it starts: Ctrl-C ends it as it would from a terminal, even when these tests run under a
+    shell that started them in the background (which hands its children SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _read_until(proc, sel, out, needle, count, deadline):
     """Read the child's stdout until `needle` appears `count` times (or the deadline passes)."""
     while out[0].count(needle) < count and time.monotonic() < deadline:
@@ -89,7 +95,7 @@ def test_check_sh_watch_regrades_on_save_and_stops_on_ctrl_c(tmp_path, lang, ban
                COURSE_STATE=str(tmp_path / "s.json"))
     proc = subprocess.Popen([sys.executable, "-m", "course.cli", "p08", "--watch", "--impl", str(impl), "--lang", lang,
                              "--only", "E1.penalty"], cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_ctrl_c_as_on_a_terminal)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     out = [""]
@@ -138,7 +144,7 @@ def test_h_in_watch_shows_the_next_hint_level_and_watching_goes_on(tmp_path):
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "course.cli", "p08", "--watch", "--impl", str(impl), "--lang", "en",
                              "--only", "E1.penalty"], cwd=ROOT, env=env, stdin=follower, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+                            stderr=subprocess.PIPE, preexec_fn=_ctrl_c_as_on_a_terminal)
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     out = [""]
