@@ -78,12 +78,17 @@ def render_png(fig, dpi=DPI) -> bytes:
     return buffer.getvalue()
 
 
-def missing_glyphs(fig) -> list:
-    """The 'Glyph ... missing from font' warnings drawing fig raises (a test asserts there are none)."""
+def render_png_and_missing_glyphs(fig) -> tuple:
+    """(the figure as PNG bytes, the 'Glyph ... missing from font' warnings drawing it raised), from one drawing."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        render_png(fig)
-    return [str(w.message) for w in caught if "missing from" in str(w.message)]
+        png = render_png(fig)
+    return png, [str(w.message) for w in caught if "missing from" in str(w.message)]
+
+
+def missing_glyphs(fig) -> list:
+    """The 'Glyph ... missing from font' warnings drawing fig raises (a test asserts there are none)."""
+    return render_png_and_missing_glyphs(fig)[1]
 
 
 def rounded(values, digits=4):

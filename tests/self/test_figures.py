@@ -36,17 +36,16 @@ def test_every_figure_speaks_its_language_without_missing_glyphs_and_fits_the_pa
     installed. JupyterLab shrinks an image wider than its output area (592 px at a 1024 px window), text and all:
     every figure is at most that wide (so shown 1:1), and every text in it is at least MIN_FONT_PX on screen."""
     for fig in figures(lang):
-        assert cw.missing_glyphs(fig) == []
+        png, missing = plotting.render_png_and_missing_glyphs(fig)       # drawn once: its tick labels now exist
+        assert missing == []
         texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
         chinese = any("\u4e00" <= ch <= "\u9fff" for t in texts for ch in t)
         assert chinese == (lang == "zh" and cw.cjk_font() is not None), (lang, cw.cjk_font())
         width, height = (fig.get_size_inches() * fig.dpi).round()
         assert width <= plotting.OUTPUT_PX - 20, (fig.axes[0].get_title(), width)   # inline: tight box + 20 px
-        fig.canvas.draw()
         small = [(t.get_text(), round(plotting.screen_font_px(fig, t), 1)) for t in fig.findobj(matplotlib.text.Text)
                  if t.get_text() and t.get_visible() and plotting.screen_font_px(fig, t) < plotting.MIN_FONT_PX]
         assert not small, small
-        png = cw.render_png(fig)
         assert int.from_bytes(png[16:20], "big") == width                  # the panel's PNG: the same pixels
 
 
