@@ -4,10 +4,16 @@ two cores never wait on each other's spinning OpenMP threads (no test depends on
 own progress file, so one worker's `lang en` or grade never shows in another's. A notebook the browser test runs
 is not run headless as well (below)."""
 import os
+import sys
 import tempfile
 
 import pytest
 import torch
+
+# jsonschema (imported by nbformat) builds an IRI grammar at import when the optional rfc3987_syntax is installed (the
+# jupyter packages bring it): about 3 s of CPU in every worker, for a string format no notebook uses. Without it,
+# jsonschema leaves that format unchecked.
+sys.modules.setdefault("rfc3987_syntax", None)
 
 
 def pytest_configure(config):
