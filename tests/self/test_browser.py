@@ -121,9 +121,12 @@ def lab(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
+    """Chromium with one profile on disk for the module: after the first page, JupyterLab's scripts come from its
+    cache, compiled (a fresh context for each page parsed them again: about 10 s of CPU more in all)."""
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        b = p.chromium.launch_persistent_context(str(tmp_path_factory.mktemp("chromium")), executable_path=CHROMIUM,
+                                                 args=ARGS, viewport={"width": WIDTH, "height": 900})
         yield b
         b.close()
 
@@ -137,7 +140,7 @@ def shot(page, name, element=None):
 
 
 def open_notebook(browser, base, token, path, errors):
-    page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+    page = browser.new_page()
     page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
     page.set_default_timeout(60_000)
