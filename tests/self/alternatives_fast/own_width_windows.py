@@ -14,12 +14,13 @@ TOP_P_WIDTH = 96     # a top-p-only row's window
 
 
 def _penalised(logits, params, prev_tokens):
-    """fp32 copy with each row's penalty at its distinct history ids."""
-    x = logits.float().clone()                                                   # [B, V]
+    """fp32 with each row's penalty at its distinct history ids (a copy when any row has one)."""
+    x = logits.float()                                                           # [B, V]
     pairs = [(i, t, p.repetition_penalty) for i, (p, prev) in enumerate(zip(params, prev_tokens))
              if p.repetition_penalty != 1.0
              for t in sorted({int(v) for v in (prev.tolist() if isinstance(prev, torch.Tensor) else prev)})]
     if pairs:
+        x = x.clone()
         rows = torch.tensor([r for r, _, _ in pairs], device=x.device)
         ids = torch.tensor([t for _, t, _ in pairs], device=x.device)
         pen = torch.tensor([q for _, _, q in pairs], device=x.device, dtype=torch.float32)
@@ -94,7 +95,7 @@ class FastSampler:
         top_k = torch.tensor([params[i].top_k if 0 < params[i].top_k < vocab else 2 ** 62 for i in rows], device=dev)
         top_p = torch.tensor([params[i].top_p if params[i].top_p < 1 else float("inf") for i in rows],
                              dtype=torch.float64, device=dev)
-        z = x.index_select(0, at) / temp                                          # [m, V]
+        z = (x if len(rows) == len(params) else x.index_select(0, at)) / temp    # [m, V] (no copy: every row)
         open_rows = [j for j, i in enumerate(rows) if not 0 < params[i].top_k < vocab and params[i].top_p < 1]
         mass = torch.zeros(len(rows), dtype=torch.float64, device=dev)
         if open_rows:                                                            # top-p's 100 %: the whole row
@@ -112,7 +113,7 @@ class FastSampler:
             group = [j for j, w in enumerate(widths) if w == width]
             sel = torch.tensor(group, device=dev)
             w = min(width, vocab)
-            vals, gids = _ordered(z.index_select(0, sel), w)
+            vals, gids = _ordered(z if len(group) == len(rows) else z.index_select(0, sel), w)
             ge, gcs, gtotal, settled = _filter(vals, top_k[sel], top_p[sel], mass[sel], w == vocab)
             e[sel, :w], cs[sel, :w], ids[sel, :w], total[sel] = ge, gcs, gids, gtotal
             redo += [j for j, ok in zip(group, settled.tolist()) if not ok]
