@@ -1,12 +1,12 @@
 """Established causes for p08-fast's failures: each helper re-runs the learner's own code (its pieces, or its
 sampler on the row alone) or an oracle of one known mistake, and returns a line only when that shows the cause.
-Used by T4a, T4b, T5, F1, F5 and, through diagnose.pieces_checker, every whole-sampler check that calls
+Used by T3, T4, T5, F1, F5 and, through diagnose.pieces_checker, every whole-sampler check that calls
 earlier_step_first (I6.large's "the nucleus is cut short" among them)."""
 import contextlib
 
 import torch
 
-from course import oracle
+from course import fast_batch, oracle
 from course.grader.checks import _noting
 from tests.p08.checks_examples import _follows_global_rng
 from tests.p08.diagnose import pieces_checker
@@ -43,13 +43,13 @@ def fast_pieces_verdict(ctx, row, params, prev):
     exact = float(e.double().sum())
     try:
         got = float(_noting(f"called row_total(exp(z - max) [1, {len(row)}])", row_total, e)[0, 0])
-    except Exception:  # noqa: BLE001 - a crash is T4a's to report
+    except Exception:  # noqa: BLE001 - a crash is T3's to report
         return None
     if abs(got - exact) <= 1e-5 * exact:
         return None
     lines = [f"called row_total(exp(z - max) of this row [1, {len(row)}]) -> {got:.9g}, expected {exact:.9g} (float64 sum)"]
     lines += [line for line in [overflow_line(ctx, row_total, e, exact)] if line]
-    return lines, ("p08-fast", 2, "s4a"), "T4a.prefix_sum"
+    return lines, ("p08-fast", 2, "s3"), "T3.row_total"
 
 
 def window_mass_line(ctx, row, params, prev, kept):
@@ -72,25 +72,26 @@ def window_mass_line(ctx, row, params, prev, kept):
                  f"top-p's 100 % is the mass of the whole row (all V tokens): row_total over the row, not the window")
 
 
-def reaches_exact(ctx, call, x_row):
-    """Did x_row (a row of the penalised logits) reach the file's exact_rows while call() ran?"""
-    exact, seen = ctx.impl.exact_rows, []
+def exact_owner(impl):
+    """The module whose exact_rows the file's sampler calls: the given batch code (course/fast_batch.py) for a file
+    that samples through it (the stub's shape), the file itself when it imports exact_rows, else None."""
+    if getattr(impl, "sample_batch", None) is fast_batch.sample_batch:
+        return fast_batch
+    return impl if callable(getattr(impl, "exact_rows", None)) else None
 
-    def recording(x, *args, **kwargs):
-        seen.append(x.detach().clone())
-        return exact(x, *args, **kwargs)
-    ctx.impl.exact_rows = recording
-    try:
+
+def reaches_exact(ctx, call, x_row):
+    """Did x_row (a row of the penalised logits) reach the exact route (exact_rows) while call() ran?"""
+    seen = []
+    with watching(exact_owner(ctx.impl), "exact_rows", lambda x, *args, **kwargs: seen.append(x.detach().clone())):
         call()
-    finally:
-        ctx.impl.exact_rows = exact
     return any(bool((x == x_row).all(-1).any()) for x in seen if x.shape[-1] == x_row.shape[0])
 
 
 def exact_gap_line(ctx, logits, params, prev, i):
     """For a stub-shaped file: a line when sample() sends row i to the exact route and filtered_probs does not, else
     None."""
-    if not all(callable(getattr(ctx.impl, n, None)) for n in ("exact_rows", "penalized_fp32")):
+    if exact_owner(ctx.impl) is None or not callable(getattr(ctx.impl, "penalized_fp32", None)):
         return None
     try:
         x_row = ctx.impl.penalized_fp32(logits, params, prev)[i]
@@ -149,7 +150,7 @@ def window_stop_line(ctx, logits, params, prev, i, kept, wanted):
     width = getattr(ctx.impl, "WINDOW", None)
     p = params[i]
     if (not isinstance(width, int) or kept != width or wanted <= width or 0 < p.top_k < logits.shape[1]
-            or not all(callable(getattr(ctx.impl, n, None)) for n in ("exact_rows", "penalized_fp32"))):
+            or exact_owner(ctx.impl) is None or not callable(getattr(ctx.impl, "penalized_fp32", None))):
         return None
     try:
         x_row = ctx.impl.penalized_fp32(logits, params, prev)[i]
@@ -203,7 +204,7 @@ def uniform_line(ctx, target, ids, params, pos, row, prev):
 def watching(impl, name, note):
     """While open, impl.<name> calls note(*args, **kwargs) first, then the file's own function; restored on exit. No-op when the
     file has no such function."""
-    own = getattr(impl, name, None)
+    own = getattr(impl, name, None) if impl is not None else None
     if not callable(own):
         yield
         return
@@ -216,25 +217,3 @@ def watching(impl, name, note):
         yield
     finally:
         setattr(impl, name, own)
-
-
-def narrow_window_line(ctx, sampler, x, params, routes, knobs, order):
-    """_parts raised: re-run it recording the widths it asks window_topk for. A line when a top-k part's window has no
-    more columns than its widest top_k (filter_window reads column k), else None."""
-    top_k = [params[i].top_k for i in getattr(routes, "top_k", [])]
-    if not callable(getattr(ctx.impl, "window_topk", None)) or not top_k:
-        return None
-    widths = []
-    with watching(ctx.impl, "window_topk", lambda x_part, width, *rest, **kw: widths.append(int(width))):
-        try:
-            sampler._parts(x, params, routes, knobs, order)
-        except Exception:  # noqa: BLE001 - the crash being explained
-            pass
-    widest = max(top_k)
-    if not widths or widths[0] > widest or widths[0] >= x.shape[1]:
-        return None                                                  # the top-k part comes first in the stub's order
-    return ctx.t(f"top-k 行的 top_k 最大是 {widest}，_parts 却向 window_topk 要了 {widths[0]} 列：filter_window 要读第 k 列"
-                 f"（第 k 大的值之后的那个）来判断并列，所以 top-k 的窗口要最宽的 top_k + 1 列",
-                 f"the top-k rows' widest top_k is {widest}, yet _parts asks window_topk for {widths[0]} columns: "
-                 f"filter_window reads column k (the value after the k-th) to tell a tie, so a top-k window needs the "
-                 f"widest top_k + 1 columns")

@@ -37,7 +37,7 @@ def _unordinary(ctx, name, out):
 
 @check("F9", "契约细节：无 seed 的流以 torch.initial_seed() 为 key；抽样用满 53 位；返回普通张量",
        "contract details: the shared stream keyed by torch.initial_seed(); the draw keeps 53 bits; ordinary tensors returned",
-       hint=("p08-fast", 2, "s6"))
+       hint=("p08-fast", 2, "s5"))
 def f9_contract_details(ctx):
     P = ctx.params
     row = torch.zeros(1, 64, device=ctx.device)

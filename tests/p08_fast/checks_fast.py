@@ -11,7 +11,7 @@ from tests.p08.context import params_text
 from course.loader import load_solution
 from course.sampling_params import GREEDY_TEMPERATURE
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
-from tests.p08_fast.causes import (exact_gap_line, penalty_line, uniform_line, watching, window_mass_line,
+from tests.p08_fast.causes import (exact_gap_line, exact_owner, penalty_line, uniform_line, watching, window_mass_line,
                                    window_stop_line)
 from tests.p08_fast.batches import (edge_batches, heterogeneous_batch, order_batch, random_params, tie_batch,
                                     wide_top_p_batch)
@@ -250,27 +250,26 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
     if sorts:
         lines.append(ctx.t(f"它对整行（V={vocab}）排序：在 [B, K] 的窗口里做（torch.topk），不要排整个词表",
                            f"it sorts full rows (V={vocab}): work in the [B, K] window (torch.topk), not on the whole vocabulary"))
-    exact, detour = getattr(ctx.impl, "exact_rows", None), False      # the stub's given exact route: count its rows
-    if callable(exact):
+    owner, detour = exact_owner(ctx.impl), False                      # the given exact route: count its rows
+    if owner is not None:
         taken, widths = [], []
-        with watching(ctx.impl, "exact_rows", lambda x, *rest, **kw: taken.append(x.shape[0])), \
+        with watching(owner, "exact_rows", lambda x, *rest, **kw: taken.append(x.shape[0])), \
                 watching(ctx.impl, "window_topk", lambda x, width, *rest, **kw: widths.append(int(width))):
             fast.sample(logits, ids, params, prev)
         lines[0] += f"; {sum(taken)} of {len(ids)} rows took the exact route"
         detour = sum(taken) > len(ids) // 2
         top_k = params[0].top_k
         if detour and widths and max(widths) <= top_k:                  # established: the window it asked for
-            lines.append(ctx.t(f"每行都是 top_k={top_k}，_parts 却只向 window_topk 要了 {max(widths)} 列：top-k 的行要 top_k + 1 列"
+            lines.append(ctx.t(f"每行都是 top_k={top_k}，却只向 window_topk 要了 {max(widths)} 列：top-k 的行要 top_k + 1 列"
                                f"（第 k 列说明第 k 大的值是否与下一个并列；没有它，没有一行能 certain），于是 {sum(taken)} 行走了 exact 路线",
-                               f"every row has top_k={top_k}, yet _parts asks window_topk for {max(widths)} columns: a top-k "
+                               f"every row has top_k={top_k}, yet window_topk was asked for {max(widths)} columns: a top-k "
                                f"row needs top_k + 1 (column k tells whether the k-th value ties the next; without it no row "
                                f"is certain), so {sum(taken)} rows took the exact route"))
         elif detour:
             lines.append(ctx.t(f"每行都是 top_k=40：41 列的窗口装得下保留集合，它们本该 certain，却有 {sum(taken)} 行走了 exact 路线："
-                               f"检查 filter_window 的 certain（T4b）和 _parts（T4c）怎么挑出不 certain 的行",
+                               f"检查 filter_window 的 certain（T4）",
                                f"every row has top_k=40: a window of 41 columns holds its kept set, so it should be certain, "
-                               f"yet {sum(taken)} rows took the exact route: check filter_window's certain (T4b) and how _parts (T4c) "
-                               f"picks the rows that are not certain"))
+                               f"yet {sum(taken)} rows took the exact route: check filter_window's certain (T4)"))
     grows = ops[len(ids)].ops > 3 * ops[small].ops                    # 8x the rows: a loop over rows
     if grows and not sorts:
         lines.append(ctx.t(f"op 数随 batch 增长（B=8 时 {ops[small].ops}，B=64 时 {ops[len(ids)].ops}）：还有按行的循环，把它们变成整批的张量运算",

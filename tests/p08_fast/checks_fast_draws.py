@@ -23,7 +23,7 @@ def draw_cases(ctx):
 
 
 @check("F6", "sample() 的抽样符合你自己的 filtered_probs()（真实词表大小）",
-       "sample() draws from your own filtered_probs() (real vocabulary sizes)", hint=("p08-fast", 2, "s6"))
+       "sample() draws from your own filtered_probs() (real vocabulary sizes)", hint=("p08-fast", 2, "s5"))
 def f6_sample_matches_own_filtered_probs(ctx):
     draws, chunk = 400, 100
     for n, (label, row, kwargs) in enumerate(draw_cases(ctx)):

@@ -9,7 +9,7 @@ import torch
 from course.grader.checks import Fail, check
 from tests.p08.context import params_text
 from tests.p08.rows import zipf_logits
-from tests.p08_fast.causes import penalty_line, reaches_exact, uniform_line
+from tests.p08_fast.causes import exact_owner, penalty_line, reaches_exact, uniform_line
 from tests.p08_fast.checks_fast import fast_probs
 from tests.p08_fast.probes import Probe, bits_of, boundary, float_of, peers, placed, probe_rows
 
@@ -20,7 +20,7 @@ def _route(ctx, logits, params, prev, pos):
     """A stub-shaped file's route for row pos of this call: route()'s list, and '-> exact' when the row then took the
     exact route (it reached exact_rows). None for a file in its own shape, or when its pieces do not run."""
     impl = ctx.impl
-    if not all(callable(getattr(impl, n, None)) for n in ("route", "exact_rows", "penalized_fp32")):
+    if exact_owner(impl) is None or not all(callable(getattr(impl, n, None)) for n in ("route", "penalized_fp32")):
         return None
     try:
         routes = impl.route(params, logits.shape[1])

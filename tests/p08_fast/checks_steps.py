@@ -1,5 +1,5 @@
-"""Acceptance checks T1-T6 of p08-fast: one per TODO step of mine/p08_sampler_fast.py, in TODO order (step 4 in three
-parts: T4a and T4b in checks_steps_sums.py, T4c in checks_steps_parts.py).
+"""Acceptance checks T1-T5 of p08-fast: one per TODO step of mine/p08_sampler_fast.py, in TODO order (T1 in
+checks_steps_route.py, T2 here, T3 and T4 in checks_steps_sums.py, T5 in checks_steps_draw.py).
 
 Each check calls the learner's function(s) of its own step only, on inputs built here (a canonical window is
 the head of a stable descending torch.sort; prefix sums inside filter_window are the reference's), so an
@@ -17,7 +17,7 @@ import inspect
 
 import torch
 
-from course import oracle, problems
+from course import problems
 from course.grader.checks import Fail, _noting, check, describe, fmt_num
 from course.loader import load_solution
 
@@ -114,90 +114,7 @@ def reference():
     return load_solution(problems.get("p08-fast"))
 
 
-# ---- T1 penalized_fp32 -------------------------------------------------------------------------------
-@check("T1.penalized_fp32", "penalized_fp32（第 1 步）：fp32、每行去重历史上的 penalty、不改调用方",
-       "penalized_fp32 (step 1): fp32, the penalty on each row's distinct history, the caller's tensor untouched",
-       hint=("p08-fast", 2, "s1"))
-@step("penalized_fp32")
-def t1_penalized_fp32(ctx):
-    P = ctx.params
-    rows = [[3.0, -1.0, 0.5, -0.2, 1.0], [3.0, -1.0, 0.5, -0.2, 1.0], [0.5, -1.0, 0.0, 1.0, 2.0], [2.0, 1.0, 0.0, -1.0, -2.0]]
-    params = [P(repetition_penalty=1.5), P(), P(repetition_penalty=2.0), P(repetition_penalty=1.3)]
-    histories = [[1, 3, 3], [1, 3], [4, 4, 4, 2], []]
-    cases = [("fp32, penalties 1.5 / 1 / 2 / 1.3", torch.float32, rows, params, histories),
-             ("tensor histories", torch.float32, rows[:2], [P(repetition_penalty=1.5), P(repetition_penalty=0.5)],
-              [torch.tensor([1, 3, 3]), torch.tensor([0, 4])]),
-             ("bf16 input", torch.bfloat16, rows[:3], params[:3], histories[:3]),
-             ("fp32, no penalty anywhere", torch.float32, rows[:2], [P(), P(repetition_penalty=1.7)], [[1, 2], []])]
-    for label, dtype, values, ps, prev in cases:
-        logits = ctx.tensor(values, dtype=dtype)
-        before = logits.clone()
-        pens = [p.repetition_penalty for p in ps]
-        histories = [h.tolist() if isinstance(h, torch.Tensor) else h for h in prev]
-        shown = f"logits {shape_text(logits)} {str(dtype)[6:]}, params, prev_tokens"
-        if len(values) == 1:
-            shown = f"logits {rows_text(logits.float())} {str(dtype)[6:]}, penalties {pens}, prev_tokens {histories}"
-        out = need_tensor(ctx, "penalized_fp32", shown, call(ctx, "penalized_fp32", shown, logits, ps, prev),
-                          logits.shape)
-        if out.dtype != torch.float32:
-            raise Fail(f"called penalized_fp32({shown}) -> dtype {str(out.dtype)[6:]}",
-                       ctx.t("期望 float32：bf16/fp16 先 .float()，之后都在 fp32 上算",
-                             "expected float32: .float() the bf16/fp16 input first, compute in fp32 from there"),
-                       where="penalized_fp32")
-        for i, (row, p, h) in enumerate(zip(before.float().tolist(), ps, prev)):
-            h = h.tolist() if isinstance(h, torch.Tensor) else h
-            expected = oracle.penalize(row, h, p.repetition_penalty)
-            got = out[i].double().cpu()
-            if not torch.allclose(got, torch.tensor(expected, dtype=torch.float64), atol=1e-5):
-                why = ""
-                twice = oracle.penalize(oracle.penalize(row, h, p.repetition_penalty), [t for t in set(h) if h.count(t) > 1],
-                                        p.repetition_penalty)
-                if len(set(h)) < len(h) and torch.allclose(got, torch.tensor(twice, dtype=torch.float64), atol=1e-5):
-                    why = ctx.t("重复出现的 token 被罚了不止一次：用每行去重后的历史",
-                                "a token listed twice was penalised more than once: use each row's distinct ids")
-                elif dtype != torch.float32 and torch.equal(got.float(), torch.tensor(expected).to(dtype).float()):
-                    why = ctx.t(f"惩罚后的值被舍入成了 {str(dtype)[6:]}：先 .float()，再在 fp32 上加 penalty",
-                                f"the penalised values were rounded to {str(dtype)[6:]}: .float() the logits first, then "
-                                f"apply the penalty in fp32")
-                elif len(set(h)) < len(h) and all(t in h and h.count(t) > 1 for t, g, e in zip(range(len(row)), got.tolist(),
-                                                                                          expected) if abs(g - e) > 1e-5):
-                    why = ctx.t("只有历史里重复出现的 token 错了：每个不同的 id 恰好罚一次（重复的 id 不要累加，"
-                                "比如 index_put_(accumulate=True) 或对重复项 +=）",
-                                "only the tokens listed more than once are wrong: each distinct id gets the penalty exactly "
-                                "once (no accumulating over repeats, e.g. index_put_(accumulate=True) or += per entry)")
-                elif any(v < 0 and abs(g - v / p.repetition_penalty) < 1e-5 and v != v / p.repetition_penalty
-                         for v, g, t in zip(row, got.tolist(), range(len(row))) if t in set(h)):
-                    why = ctx.t("负 logit 被除了：v > 0 除以 penalty，否则乘以 penalty",
-                                "a negative logit was divided: v > 0 -> v / penalty, otherwise v * penalty")
-                elif any(abs(g - e) > 1e-5 for g, e, t in zip(got.tolist(), expected, range(len(row))) if t not in set(h)):
-                    why = ctx.t("改到了不在这一行历史里的 token：(行, id) 对只来自这一行自己的历史",
-                                "a token outside this row's history changed: the (row, id) pairs come from the row's own history")
-                elif len(values) > 1 and _right_alone(ctx, logits[i:i + 1], p, prev[i], expected):
-                    why = ctx.t("这一行单独算是对的，放在这个 batch 里就错了：一行罚不罚、怎么罚不能取决于别的行"
-                                "（比如有一行 penalty 为 1 就整批跳过）",
-                                "this row alone comes out right, in this batch it does not: whether and how a row is "
-                                "penalised must not depend on the other rows (e.g. skipping the whole batch when one row "
-                                "has penalty 1)")
-                raise Fail(f"called penalized_fp32({shown}) -> row {i} {rows_text(out[i:i + 1])}, expected {rows_text([expected])}",
-                           f"row {i}: logits {rows_text([row])}, repetition_penalty={p.repetition_penalty}, "
-                           f"prev_tokens={histories[i]} ({label})", *[w for w in [why] if w], where="penalized_fp32")
-        if not torch.equal(logits, before):
-            raise Fail(f"called penalized_fp32({shown}): logits is now {rows_text(logits.float())}, was {rows_text(before.float())}",
-                       ctx.t("调用方的张量不能改：penalty 写在副本上（fp32 输入要先 clone）",
-                             "the caller's tensor must stay as it was: write the penalty into a copy (clone fp32 input first)"),
-                       where="penalized_fp32")
-
-
-def _right_alone(ctx, logits, p, prev, expected):
-    """Does the learner's penalized_fp32 give this one row right when it is the whole batch?"""
-    try:
-        alone = ctx.fn("penalized_fp32")(logits.clone(), [p], [prev])
-        return torch.allclose(alone[0].double().cpu(), torch.tensor(expected, dtype=torch.float64), atol=1e-5)
-    except Exception:  # noqa: BLE001 - the batch's failure is reported as it is
-        return False
-
-
-# ---- T3 window_topk ----------------------------------------------------------------------------------
+# ---- T2 window_topk ----------------------------------------------------------------------------------
 def _window_inputs(device):
     g = torch.Generator().manual_seed(31)
     cases = [("x", torch.tensor([[0.1, 2.0, -INF, 1.5, -0.7, 0.9]]), (1, 2, 5, 6))]
@@ -212,9 +129,9 @@ def _window_inputs(device):
     return [(label, x.to(device), widths) for label, x, widths in cases]
 
 
-@check("T3.window_topk", "window_topk（第 3 步）：与 torch.topk 相同的窗口值，id 指回这些值",
-       "window_topk (step 3): the same values as torch.topk, ids that point at them",
-       hint=("p08-fast", 2, "s3"))
+@check("T2.window_topk", "window_topk（第 2 步）：与 torch.topk 相同的窗口值，id 指回这些值",
+       "window_topk (step 2): the same values as torch.topk, ids that point at them",
+       hint=("p08-fast", 2, "s2"))
 @step("window_topk")
 def t3_window_topk(ctx):
     for _, x, widths in _window_inputs(ctx.device):
@@ -259,7 +176,7 @@ def t3_window_topk(ctx):
                                where="window_topk")
 
 
-# ---- T3 canonical_window -----------------------------------------------------------------------------
+# ---- T2 canonical_window -----------------------------------------------------------------------------
 def _tie_demo():
     """A row where torch.topk orders the same tied ids differently for two widths a < b: (a, its whole window's ids,
     b, the first a ids of its window), or None if this torch doesn't."""
@@ -288,9 +205,9 @@ def _canonical_violation(z_in, ids_in, z, ids):
     return None
 
 
-@check("T3.canonical_window", "canonical_window（第 3 步）：窗口按值降序，相等的值按 token id 升序",
-       "canonical_window (step 3): descending values, equal values in ascending token id",
-       hint=("p08-fast", 2, "s3"))
+@check("T2.canonical_window", "canonical_window（第 2 步）：窗口按值降序，相等的值按 token id 升序",
+       "canonical_window (step 2): descending values, equal values in ascending token id",
+       hint=("p08-fast", 2, "s2"))
 @step("canonical_window")
 def t3_canonical_window(ctx):
     dev = ctx.device

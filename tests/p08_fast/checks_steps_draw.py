@@ -1,100 +1,13 @@
-"""p08-fast step checks T5-T6: filtered_probs on example 2's batch (ties at the top-p cut by token id,
-whatever the peers), inverse_cdf, and the streams (_uniforms, free). Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
+"""p08-fast step checks T5: inverse_cdf, and the streams (_uniforms, free). Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
 import torch
 
-from course import oracle
-from course.grader.checks import Fail, _noting, check, describe, fmt_set
+from course.grader.checks import Fail, _noting, check, describe
 from tests.p08.context import params_text
-from course.sampling_params import GREEDY_TEMPERATURE as GREEDY
 from course.streams import stream_uniform
-from tests.p08_fast.causes import alone_line, exact_gap_line, window_mass_line
 from tests.p08_fast.checks_steps import call, need_tensor, rows_text, step
 
 
-# ---- T5 filtered_probs -------------------------------------------------------------------------------
-def _tie_rows(vocab=200):
-    """Rows with a run of 12 equal values whose top-p cut falls inside the run (ids scattered over the vocab)."""
-    g = torch.Generator().manual_seed(55)
-    rows = []
-    for _ in range(2):
-        row = torch.full((vocab,), -4.0)
-        perm = torch.randperm(vocab, generator=g)
-        row[perm[0]] = 2.0
-        row[perm[1:13]] = 0.5
-        rows.append(row)
-    return torch.stack(rows)                                                               # [2, V]
-
-
-def _mid_top_p(row, keep, top_k=-1):
-    """A top_p half-way between the 'mass before' of the keep-th and (keep+1)-th ranked tokens (after top-k)."""
-    row = oracle.top_k_filter(row, top_k)
-    probs = oracle.softmax(row)
-    order = oracle.descending_order(row)
-    before = sum(probs[i] for i in order[:keep - 1])
-    return before + probs[order[keep - 1]] / 2
-
-
-@check("T5.filtered_probs", "filtered_probs（第 5 步）：例 2 的 batch；并列的 top-p 截断按 token id，与同批无关",
-       "filtered_probs (step 5): example 2's batch; a top-p cut inside a run of ties goes by token id, whatever the peers",
-       hint=("p08-fast", 2, "s5"))
-def t5_filtered_probs(ctx):
-    P = ctx.params
-    example = torch.stack([torch.tensor([0.15, 0.5, 0.05, 0.25, 0.03, 0.02]).log(), torch.tensor([3.0, -1.0, 2.5, -0.2, 0.0, 1.0]),
-                           2 * torch.tensor([0.04, 0.12, 0.4, 0.05, 0.3, 0.09]).log()])
-    ex_params = [P(top_k=3, top_p=0.6, seed=7), P(temperature=0.0, repetition_penalty=1.5), P(temperature=2.0, top_p=0.75)]
-    ex_prev = [[], [0], []]
-    ties = _tie_rows()
-    tie_params = [P(top_p=_mid_top_p(ties[0].tolist(), 5), seed=1), P(top_k=4, top_p=_mid_top_p(ties[1].tolist(), 7, top_k=4), seed=2)]
-    wide_peer = [P(top_k=150, seed=3)]
-    g = torch.Generator().manual_seed(56)
-    batches = [("example 2's batch (V=6)", example, ex_params, ex_prev),
-               ("tied rows alone", ties, tie_params, [[], []]),
-               ("tied rows, a peer with top_k=150 (W=151)", torch.cat([torch.randn(1, 200, generator=g), ties]),
-                wide_peer + tie_params, [[], [], []]),
-               ("tied row 1 alone", ties[1:], tie_params[1:], [[]]),
-               ("tied row 0 after a top_k=40 peer", torch.cat([torch.randn(1, 200, generator=g), ties[:1]]),
-                [P(top_k=40), tie_params[0]], [[], []])]
-    for label, logits, params, prev in batches:
-        batch, vocab = logits.shape
-        sampler = ctx.fn("FastSampler")()
-        shown = f"logits [{batch}, {vocab}], params ({label})"
-        out = need_tensor(ctx, "FastSampler.filtered_probs", shown,
-                          _noting(f"called FastSampler.filtered_probs({shown})", sampler.filtered_probs,
-                                  logits.to(ctx.device), params, prev), (batch, vocab)).float().cpu()
-        for i, (p, h) in enumerate(zip(params, prev)):
-            expected = oracle.probs_for(logits[i].tolist(), p, h)
-            diff = max(abs(a - b) for a, b in zip(out[i].tolist(), expected))
-            kept, want = oracle.kept(out[i].tolist()), oracle.kept(expected)
-            if diff > 1e-6 or kept != want:
-                lines = [f"called FastSampler.filtered_probs({shown}) -> row {i} ({params_text(p)}): "
-                         f"kept {fmt_set(kept)}, expected {fmt_set(want)}" + (f"; max |difference| {diff:.2e}" if kept == want else "")]
-                if kept != want and len(kept | want) > 12:                        # long sets: say where they differ
-                    lines.append(f"yours keeps {len(kept)} tokens, the reference {len(want)}: extra {fmt_set(kept - want)}, "
-                                 f"missing {fmt_set(want - kept)}")
-                total = float(out[i].double().sum())
-                if kept == want and abs(total - 1.0) > 1e-4:
-                    lines.append(ctx.t(f"你的这一行加起来是 {total:.4g}，不是 1：保留的权重要除以保留的质量",
-                                       f"your row sums to {total:.4g}, not 1: divide the kept weights by the kept mass"))
-                if vocab <= 8:
-                    lines.append(f"got {rows_text(out[i:i + 1], 8)}, expected {rows_text([expected], 8)}")
-                dev = logits.to(ctx.device)
-                causes = [alone_line(ctx, dev, params, prev, i, expected), window_mass_line(ctx, logits[i], p, h, kept),
-                          exact_gap_line(ctx, dev, params, prev, i)]
-                lines += [c for c in causes if c]
-                raw_max = int(torch.argmax(logits[i]))                            # the argmax before the penalty
-                if p.temperature < GREEDY and h and kept == {raw_max} != want and not causes[0]:
-                    lines.append(ctx.t(f"greedy 行的 one-hot 落在了惩罚之前的 argmax（token {raw_max}）：先惩罚（第 1 步），再取 argmax",
-                                       f"the greedy row's one-hot sits at the argmax before the penalty (token {raw_max}): "
-                                       f"penalise first (step 1), then take the argmax"))
-                if kept != want and len(kept) == len(want) and label.startswith("tied"):
-                    lines.append(ctx.t("截断落在一串相等的值中间：留下 token id 最小的那些（canonical_window 的顺序）。"
-                                       "torch.topk 对并列值的顺序随窗口宽度 W 变，而 W 由同批的别人决定",
-                                       "the cut falls inside a run of equal values: keep the lowest token ids (canonical_window's "
-                                       "order). torch.topk orders ties differently for each window width W, and the peers set W"))
-                raise Fail(*lines, where="FastSampler.filtered_probs")
-
-
-# ---- T6 inverse_cdf ----------------------------------------------------------------------------------
+# ---- T5 inverse_cdf ----------------------------------------------------------------------------------
 def expected_column(cs, total, u, e):
     hits = [j for j, (c, w) in enumerate(zip(cs, e)) if c > u * total and w > 0]
     if hits:
@@ -102,9 +15,9 @@ def expected_column(cs, total, u, e):
     return max(j for j, w in enumerate(e) if w > 0)
 
 
-@check("T6.inverse_cdf", "inverse_cdf（第 6 步）：第一个前缀质量 > u * total 且有质量的列",
-       "inverse_cdf (step 6): the first column whose prefix mass exceeds u * total and has mass",
-       hint=("p08-fast", 2, "s6"))
+@check("T5.inverse_cdf", "inverse_cdf（第 5 步）：第一个前缀质量 > u * total 且有质量的列",
+       "inverse_cdf (step 5): the first column whose prefix mass exceeds u * total and has mass",
+       hint=("p08-fast", 2, "s5"))
 @step("inverse_cdf")
 def t6_inverse_cdf(ctx):
     dev = ctx.device
@@ -154,10 +67,10 @@ def _check_columns(ctx, cs, total, u, e, label):
                        where="inverse_cdf")
 
 
-# ---- T6 the streams ------------------------------------------------------------------------------------
+# ---- T5 the streams ------------------------------------------------------------------------------------
 def _which_number(ctx, got, want):
     """A line naming what the learner's number is, when it is one the grader can name: the expected number rounded
-    to float32, or another (seed, count) of the given stream (the seeds of T6's requests, the shared key, 0)."""
+    to float32, or another (seed, count) of the given stream (the seeds of T5's requests, the shared key, 0)."""
     if want[2] is None:
         return None
     seed, n = want[2]
@@ -181,9 +94,9 @@ def _which_number(ctx, got, want):
                  f"it is stream_uniform({k}, {m}): another stream's number, not this row's own (key {seed})")
 
 
-@check("T6.streams", "_uniforms 与 free（第 6 步）：每个请求自己的计数流，greedy 不抽，free 重来，无 seed 的共用一条",
-       "_uniforms and free (step 6): each request's own counted stream, greedy rows draw nothing, free restarts, "
-       "unseeded rows share one", hint=("p08-fast", 2, "s6"))
+@check("T5.streams", "_uniforms 与 free（第 5 步）：每个请求自己的计数流，greedy 不抽，free 重来，无 seed 的共用一条",
+       "_uniforms and free (step 5): each request's own counted stream, greedy rows draw nothing, free restarts, "
+       "unseeded rows share one", hint=("p08-fast", 2, "s5"))
 @step("FastSampler._uniforms")
 def t6_streams(ctx):
     sampler = _noting(f"called {ctx.sampler_name}()", ctx.fn(ctx.sampler_name))

@@ -1,4 +1,4 @@
-"""p08-fast step check T2: route(params, vocab) puts each row on its route by its own params alone. Helpers and the
+"""p08-fast step check T1: route(params, vocab) puts each row on its route by its own params alone. Helpers and the
 rules of the step checks: tests/p08_fast/checks_steps.py."""
 from course.grader.checks import Fail, check, describe
 from tests.p08_fast.checks_steps import call, step
@@ -56,13 +56,13 @@ def _placed(ctx, got, n, shown):
 
 
 def _knobs(p) -> str:
-    """The params a route is decided by, e.g. 'temperature=1.0, top_k=5, top_p=1.0' (both T2 messages show them)."""
+    """The params a route is decided by, e.g. 'temperature=1.0, top_k=5, top_p=1.0' (both T1 messages show them)."""
     return f"temperature={p.temperature}, top_k={p.top_k}, top_p={p.top_p}"
 
 
-@check("T2.route", "route（第 2 步）：每一行按自己的参数走 greedy / top_k / top_p / plain / exact",
-       "route (step 2): each row goes greedy / top_k / top_p / plain / exact by its own params",
-       hint=("p08-fast", 2, "s2"))
+@check("T1.route", "route（第 1 步）：每一行按自己的参数走 greedy / top_k / top_p / plain / exact",
+       "route (step 1): each row goes greedy / top_k / top_p / plain / exact by its own params",
+       hint=("p08-fast", 2, "s1"))
 @step("route")
 def t2_route(ctx):
     window_k = getattr(ctx.impl, "WINDOW_K", 256)

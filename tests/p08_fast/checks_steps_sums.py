@@ -1,4 +1,4 @@
-"""p08-fast step checks T4a and T4b: prefix_sum and row_total (entry j the same float for any width and batch), and
+"""p08-fast step checks T3 and T4: row_total (a row's total the same bits alone and in a batch), and
 filter_window on example 2's batch. Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
 import math
 
@@ -6,54 +6,16 @@ import torch
 
 from course.grader.checks import Fail, check, describe, fmt_num
 from tests.p08_fast.causes import overflow_line
-from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, reference, rows_text, stable_window, step
+from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
 
 
-# ---- T4a prefix_sum and row_total ---------------------------------------------------------------------
-@check("T4a.prefix_sum", "prefix_sum 与 row_total（第 4a 步）：第 j 项不随宽度 W、不随 batch 变（逐位）",
-       "prefix_sum and row_total (step 4a): entry j is the same float for any width W and any batch",
-       hint=("p08-fast", 2, "s4a"))
-@step("prefix_sum", "row_total")
-def t4_prefix_sum_and_row_total(ctx):
+# ---- T3 row_total ------------------------------------------------------------------------------------
+@check("T3.row_total", "row_total（第 3 步）：一行的总和，单独算和放在 batch 里逐位相同",
+       "row_total (step 3): a row's total, the same bits alone and in a batch",
+       hint=("p08-fast", 2, "s3"))
+@step("row_total")
+def t3_row_total(ctx):
     dev = ctx.device
-    small = ctx.tensor([[1.0, 0.5, 0.3, 0.1]])
-    got = need_tensor(ctx, "prefix_sum", rows_text(small), call(ctx, "prefix_sum", rows_text(small), small), (1, 4))
-    if not torch.allclose(got.double().cpu(), torch.tensor([[1.0, 1.5, 1.8, 1.9]], dtype=torch.float64), atol=1e-6):
-        raise Fail(f"called prefix_sum({rows_text(small)}) -> {rows_text(got)}, expected [[1, 1.5, 1.8, 1.9]]",
-                   ctx.t("包含式前缀和：第 j 项 = e[0] + ... + e[j]", "inclusive prefix sums: entry j = e[0] + ... + e[j]"),
-                   where="prefix_sum")
-    g = torch.Generator().manual_seed(44)
-    e = torch.exp(torch.randn(6, 300, generator=g) * 2.0)                                      # [6, 300]
-    e = (e / e.amax(-1, keepdim=True)).to(dev)
-    full = need_tensor(ctx, "prefix_sum", "e [6, 300]", call(ctx, "prefix_sum", "e [6, 300]", e), (6, 300)).cpu()
-    exact = torch.cumsum(e.double().cpu(), dim=-1)
-    err = ((full.double() - exact).abs() / exact).max().item()
-    if not err < 1e-4:
-        r, j = divmod(int(((full.double() - exact).abs() / exact).argmax()), 300)
-        raise Fail(f"called prefix_sum(e [6, 300]) -> row {r} entry {j} = {bits(full[r, j].item())}, expected "
-                   f"{bits(exact[r, j].item())} (float64 cumsum; relative error {err:.1e})",
-                   ctx.t("第 j 项是 e[0..j] 的和：检查每一轮的错位和边界列", "entry j is the sum of e[0..j]: check each round's shift and its first columns"),
-                   where="prefix_sum")
-    for width in (1, 2, 3, 7, 64, 65, 100, 257):
-        part = need_tensor(ctx, "prefix_sum", f"e[:, :{width}]", call(ctx, "prefix_sum", f"e[:, :{width}]", e[:, :width].contiguous()),
-                           (6, width)).cpu()
-        if not torch.equal(part, full[:, :width]):
-            r, j = (int(v) for v in (part != full[:, :width]).nonzero()[0])
-            raise Fail(f"called prefix_sum(e[:, :{width}]) -> row {r} entry {j} = {bits(part[r, j].item())}, but "
-                       f"prefix_sum(e) [6, 300] -> entry {j} = {bits(full[r, j].item())}",
-                       ctx.t("第 j 项必须与宽度 W 无关、逐位相同：W 由同批的别人决定（top_k + 1、窗口扩大）",
-                             "entry j must be the same float for any width W: W is set by the peers (their top_k + 1, a widened window)"),
-                       where="prefix_sum")
-    for r, batch in ((0, [0]), (3, [3]), (2, [5, 2]), (4, [4, 1, 0, 3])):
-        alone = need_tensor(ctx, "prefix_sum", f"e[{batch}]", call(ctx, "prefix_sum", f"e[{batch}]", e[batch].contiguous()),
-                            (len(batch), 300)).cpu()
-        if not torch.equal(alone[batch.index(r)], full[r]):
-            j = int((alone[batch.index(r)] != full[r]).nonzero()[0])
-            raise Fail(f"called prefix_sum(e rows {batch}) -> row {r} entry {j} = {bits(alone[batch.index(r), j].item())}, "
-                       f"but inside the batch of 6 rows = {bits(full[r, j].item())}",
-                       ctx.t("一行的前缀和不能取决于同批还有哪些行（逐位相同）",
-                             "a row's prefix sums must not depend on the other rows of the batch (bit for bit)"),
-                       where="prefix_sum")
     # row_total: the full-row mass of top-p-only rows, over V
     tiny = ctx.tensor([[1.0, 0.5, 0.3, 0.1, 0.1]])
     got = need_tensor(ctx, "row_total", rows_text(tiny), call(ctx, "row_total", rows_text(tiny), tiny), (1, 1))
@@ -91,7 +53,7 @@ def t4_prefix_sum_and_row_total(ctx):
         torch.set_num_threads(threads)
 
 
-# ---- T4b filter_window -------------------------------------------------------------------------------
+# ---- T4 filter_window --------------------------------------------------------------------------------
 # Example 2's batch (hints L1/L3): rows a (top_k 3, top_p 0.6) and c (T = 2, top_p 0.75 only), V = 6.
 ROW_A = [math.log(p) for p in (0.15, 0.5, 0.05, 0.25, 0.03, 0.02)]
 ROW_C = [math.log(p) for p in (0.04, 0.12, 0.4, 0.05, 0.3, 0.09)]          # 2 log(p) / T = 2
@@ -146,13 +108,12 @@ def _keeps_by_window_mass(ctx) -> bool:
         return False
 
 
-@check("T4b.filter_window", "filter_window（第 4b 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
-       "filter_window (step 4b) on example 2's batch: kept prefix, exact zeros, kept mass, certain",
-       hint=("p08-fast", 2, "s4b"))
+@check("T4.filter_window", "filter_window（第 4 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
+       "filter_window (step 4) on example 2's batch: kept prefix, exact zeros, kept mass, certain",
+       hint=("p08-fast", 2, "s4"))
 @step("filter_window")
 def t4_filter_window(ctx):
     dev = ctx.device
-    ctx.impl.prefix_sum = reference().prefix_sum          # a prefix_sum bug is T4a.prefix_sum's to report, not this one's
     worked = torch.tensor([ROW_A, ROW_C])                                              # [2, 6] after the temperature
     row_c_mass = float(torch.exp(worked[1] - worked[1].max()).double().sum())          # 2.5: all of V
     blog = torch.tensor([BLOG])
@@ -243,10 +204,10 @@ def t4_filter_window(ctx):
                 other_label, other = seen[key]
                 read_from_cs = all(m[1] == m[2][-1] for m in (mine, other))          # total is cs at its last kept column
                 why = (ctx.t("total 读的是前缀和，但前缀和本身随 W 变了：cs 的第 j 列对任何宽度都要是同一个浮点数——filter_window 的前缀和"
-                             "（CPU 上 torch.cumsum，别处 prefix_sum）不能按 W 或 batch 选不同的算法",
+                             "要用给定的 cumulative(e)，不能按 W 或 batch 选不同的算法",
                              "total is read from the prefix sums, but the prefix sums themselves changed with W: column j of cs "
-                             "must be the same float for any width, so filter_window's prefix sums (torch.cumsum on the CPU, "
-                             "prefix_sum elsewhere) may not switch method by W or by the batch")
+                             "must be the same float for any width: take them from the given cumulative(e), never a method "
+                             "chosen by W or by the batch")
                        if read_from_cs and mine[2] != other[2] else
                        ctx.t("同一行的数值必须与窗口宽度 W、与同批的其他行无关（逐位）：total 要读前缀和在这一行自己的最后保留列上的值，"
                              "不要对窗口做 sum",

@@ -89,7 +89,7 @@ def test_grading_p08_fast_every_check_and_failure_points_at_p08_fasts_hints(tmp_
     run_worker("p08-fast", str(fast.path("stub")), "cpu", "en", list(fast.checks), events.append)
     catalogue = next(e for e in events if e["event"] == "catalogue")["checks"]
     assert {hint[0] for _, _, hint in catalogue.values()} == {"p08-fast"}
-    assert catalogue["I5"][2] == ["p08-fast", 2, "s6"] and catalogue["S0"][2] == ["p08-fast", 2, "s1"]
+    assert catalogue["I5"][2] == ["p08-fast", 2, "s5"] and catalogue["S0"][2] == ["p08-fast", 2, "given"]
     mutant = next(m for m in P08_FAST if m.name == "argmax_for_top_k_one")
     events = []
     run_worker("p08-fast", str(mutate("p08-fast", mutant, tmp_path)), "cpu", "en", ["I3.edges"], events.append)
