@@ -1,4 +1,5 @@
 """Helpers of the self-tests: apply a mutant, run checks in process, run check.sh."""
+import ast
 import io
 import os
 import re
@@ -38,10 +39,28 @@ def apply_patches(text: str, patches, name: str) -> str:
     return text
 
 
+def with_given_code(text: str, patches) -> str:
+    """The solution's text, with each given module of the course (`from course.X import ...`) whose code a patch
+    targets written in place of its import: a mutant of the given plumbing (course/fast_batch.py) is graded as a
+    file that carries that plumbing itself."""
+    code = without_comments(text)
+    for node in ast.parse(text).body:
+        if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course.")):
+            continue
+        source = (ROOT / (node.module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+        if any(without_comments(old) not in code and without_comments(old) in without_comments(source)
+               for old, _ in patches):
+            lines = text.split("\n")
+            text = "\n".join(lines[:node.lineno - 1] + [source] + lines[node.end_lineno:])
+    return text
+
+
 def mutate(problem_name: str, mutant, folder: Path) -> Path:
-    """Write the solution with the mutant's patches applied (they match the code, not its comments)."""
+    """Write the solution with the mutant's patches applied (they match the code, not its comments; a patch of
+    given code inlines that module first)."""
     problem = problems.get(problem_name)
-    text = apply_patches(problem.path("solution").read_text(encoding="utf-8"), mutant.patches, mutant.name)
+    text = with_given_code(problem.path("solution").read_text(encoding="utf-8"), mutant.patches)
+    text = apply_patches(text, mutant.patches, mutant.name)
     path = folder / f"{mutant.name}.py"
     path.write_text(text, encoding="utf-8")
     return path
