@@ -7,9 +7,9 @@ repeats, microseconds per row):
   validate   validate_sample_inputs (the module's own: ids, params, every history token)
   route      route(params, V)
   streams    FastSampler._uniforms (one draw of each row's stream)
-  upload     _upload (knobs and row order, built and uploaded)
-  penalty    penalized_fp32 on [B, 256] logits with the batch's histories below 256 (its pairs; the torch part on
-             256 columns is small)
+  upload     course.fast_batch.upload (knobs and row order, built and uploaded)
+  penalty    course.fast_batch.penalized_fp32 on [B, 256] logits with the batch's histories below 256 (its pairs;
+             the torch part on 256 columns is small)
 
     python -m course.bench.hostwork                     # seed 004's and the mixed batch at B = 256
     python -m course.bench.hostwork --batch 64 --impl FILE
@@ -22,6 +22,7 @@ import timeit
 
 import torch
 
+from course import fast_batch
 from course.bench import make_batch
 from course.bench.baselines import _solution, load_module
 
@@ -51,8 +52,8 @@ def host_us(module, batch=256, vocab=50257, mix="seed004", number=20, repeat=40)
         fns = {"validate": lambda: validate(logits, ids, params, prev),
                "route": lambda: module.route(params, vocab),
                "streams": lambda: stream_owner._uniforms(ids, params),
-               "upload": lambda: module._upload(params, routes, u, vocab, "cpu"),
-               "penalty": lambda: module.penalized_fp32(small, params, small_prev)}
+               "upload": lambda: fast_batch.upload(params, routes, u, vocab, "cpu"),
+               "penalty": lambda: fast_batch.penalized_fp32(small, params, small_prev)}
         try:
             out = {step: _best_us(fns[step], number, repeat) / batch for step in STEPS}
         finally:

@@ -4,7 +4,7 @@ torch.initial_seed() (the grader runs every check with a non-zero torch seed), t
 and filtered_probs() return ordinary tensors that a caller may update in place."""
 import torch
 
-from course.grader.checks import Fail, _noting, check
+from course.grader.checks import Fail, _noting, check, describe
 from course.streams import stream_uniform
 
 # (seed, V, params) whose first uniform lies just below k / 64 while its float32 rounding is k / 64 exactly: on 64
@@ -45,6 +45,8 @@ def f9_contract_details(ctx):
     _unordinary(ctx, "sample", tokens)
     _unordinary(ctx, "filtered_probs", _noting("called FastSampler.filtered_probs(logits [1, 64], ...)",
                                                ctx.sampler().filtered_probs, row, [P(top_k=5)], [[]]))
+    _filtered_probs_draws_nothing(ctx)
+    _low_precision_without_penalties(ctx)
     draws = {}
     for seed in (1, 2):                                                    # the shared stream follows torch's seed
         torch.manual_seed(seed)
@@ -83,3 +85,63 @@ def f9_contract_details(ctx):
                                  "the draw must use the stream's full 53 bits (float64): a uniform made float32 first (e.g. "
                                  "torch.tensor of a list of Python floats, float32 by default) keeps 24, and the tail "
                                  "below 2**-24 can never be drawn"), where="FastSampler.sample")
+
+
+def _mixed_batch(ctx, vocab=300, dtype=torch.float32):
+    """(logits [5, V], req_ids, params): a greedy, a top-k, a top-p-only, a plain and an unseeded row, no penalty."""
+    P = ctx.params
+    logits = (torch.randn(5, vocab, generator=torch.Generator().manual_seed(91)) * 2.0).to(dtype).to(ctx.device)
+    params = [P(temperature=0.0, seed=3), P(top_k=20, top_p=0.9, seed=4), P(top_p=0.8, seed=5), P(seed=6), P(top_k=50)]
+    return logits, [f"r{i}" for i in range(5)], params
+
+
+def _filtered_probs_draws_nothing(ctx):
+    """sample(), filtered_probs(), sample() must draw what sample(), sample() draws: filtered_probs moves no stream."""
+    logits, ids, params = _mixed_batch(ctx)
+    prev = [[]] * len(params)
+    torch.manual_seed(5)
+    plain = ctx.sampler()
+    want = [ctx.sample(plain, logits, ids, params, prev) for _ in range(3)]
+    torch.manual_seed(5)
+    probed = ctx.sampler()
+    got = [ctx.sample(probed, logits, ids, params, prev)]
+    _noting("called FastSampler.filtered_probs(logits [5, 300], ...)", probed.filtered_probs, logits, params, prev)
+    got += [ctx.sample(probed, logits, ids, params, prev) for _ in range(2)]
+    if got != want:
+        step = next(n for n in range(3) if got[n] != want[n])
+        rows = [i for i in range(len(ids)) if got[step][i] != want[step][i]]
+        raise Fail(f"sample(), filtered_probs(), sample(), sample() on one batch (seeded and unseeded rows) -> {got}; "
+                   f"sample() three times on a fresh sampler -> {want}",
+                   ctx.t(f"第 {step + 1} 次 sample() 在行 {rows} 上不同：filtered_probs() 动了随机流。它只报告分布，不抽取，"
+                         f"也不推进任何请求的计数（也不动无 seed 的共享流）",
+                         f"sample() call {step + 1} differs in rows {rows}: filtered_probs() moved the streams. It reports "
+                         f"the distribution only: it draws nothing and advances no request's count (nor the shared stream)"),
+                   where="FastSampler.filtered_probs")
+
+
+def _low_precision_without_penalties(ctx):
+    """bf16 and fp16 logits with no penalty anywhere in the batch: the same probabilities and tokens as the same
+    logits made fp32 first (every step computes in fp32, whether or not a penalty made a copy)."""
+    for dtype in (torch.bfloat16, torch.float16):
+        logits, ids, params = _mixed_batch(ctx, dtype=dtype)
+        prev, name = [[]] * len(params), str(dtype)[6:]
+        shown = f"{name} logits [5, 300], no penalty in the batch"
+        why = ctx.t(f"{name} 的 logits 要在 fp32 里算，batch 里没有 penalty 时也一样（.float() 不能只在加 penalty 的分支里做）",
+                    f"{name} logits are computed in fp32 even when no row has a penalty (the .float() may not live only "
+                    f"in the penalty's branch)")
+        try:
+            probs = ctx.sampler().filtered_probs(logits, params, prev)
+            tokens = ctx.sample(ctx.sampler(), logits, ids, params, prev)
+        except (NotImplementedError, Fail):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the learner's crash on this batch is the finding
+            raise Fail(f"called FastSampler.filtered_probs({shown}) and sample() -> {type(exc).__name__}: "
+                       f"{str(exc).splitlines()[0][:160] if str(exc) else ''}", why, where="FastSampler.filtered_probs") from exc
+        as_fp32 = logits.float()
+        want_probs = ctx.sampler().filtered_probs(as_fp32, params, prev)
+        want_tokens = ctx.sample(ctx.sampler(), as_fp32, ids, params, prev)
+        if not (isinstance(probs, torch.Tensor) and probs.dtype == torch.float32 and torch.equal(probs, want_probs)
+                and tokens == want_tokens):
+            raise Fail(f"called filtered_probs and sample on {shown} -> {describe(probs)}, tokens {tokens}; on the same "
+                       f"logits .float() first -> float32 probabilities, tokens {want_tokens}",
+                       why, where="FastSampler.filtered_probs")

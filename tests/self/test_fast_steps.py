@@ -1,6 +1,6 @@
-"""p08-fast's step checks T1-T6 (step 4 in three parts: T4a, T4b, T4c): reported first and in TODO order, each
-turns green as its step is written (the stub filled in one step at a time), every TODO is graded at the step its
-number names, and every step mutant fails the check aimed at it with its diagnosis."""
+"""p08-fast's step checks T1-T5: reported first and in TODO order, each turns green as its step is written (the stub
+filled in one step at a time), every TODO is graded at the step its number names, and every step mutant fails the
+check aimed at it with its diagnosis."""
 import ast
 import re
 
@@ -12,16 +12,13 @@ from tests.self.helpers import mutate, run
 from tests.self.mutants_fast_steps import FAST_STEPS
 
 # (check id, the stub functions and methods it needs), in TODO order
-STEPS = [("T1.penalized_fp32", ["penalized_fp32"]),
-         ("T2.route", ["route"]),
-         ("T3.window_topk", ["window_topk"]),
-         ("T3.canonical_window", ["canonical_window"]),
-         ("T4a.prefix_sum", ["prefix_sum", "row_total"]),
-         ("T4b.filter_window", ["filter_window"]),
-         ("T4c.parts", ["FastSampler._parts"]),
-         ("T5.filtered_probs", ["FastSampler.filtered_probs"]),
-         ("T6.inverse_cdf", ["inverse_cdf"]),
-         ("T6.streams", ["FastSampler.__init__", "FastSampler._uniforms", "FastSampler.free"])]
+STEPS = [("T1.route", ["route"]),
+         ("T2.window_topk", ["window_topk"]),
+         ("T2.canonical_window", ["canonical_window"]),
+         ("T3.row_total", ["row_total"]),
+         ("T4.filter_window", ["filter_window"]),
+         ("T5.inverse_cdf", ["inverse_cdf"]),
+         ("T5.streams", ["FastSampler.__init__", "FastSampler._uniforms", "FastSampler.free"])]
 IDS = [cid for cid, _ in STEPS]
 TODO = re.compile(r"TODO\(p08-fast\.(\w+)\)")
 
@@ -31,7 +28,7 @@ def test_step_checks_come_first_in_todo_order():
     assert list(fast.checks[:len(IDS)]) == IDS         # the CLI reports them first (tests/self/test_cli.py)
     assert all(c.fn.__module__.startswith("tests.p08_fast.checks_steps") for c in checks_for(fast)[:len(IDS)])
     assert [cid for ids in fast.steps for cid in ids] == IDS
-    assert fast.step_names == ("1", "2", "3", "4a", "4b", "4c", "5", "6")
+    assert fast.step_names == ("1", "2", "3", "4", "5")
     families = [f"T{step}" for step, ids in zip(fast.step_names, fast.steps) for _ in ids]
     assert [cid.split(".")[0] for cid in IDS] == families
 
@@ -52,12 +49,12 @@ def _definitions(path):
 
 def test_every_todo_is_graded_at_the_step_its_number_names():
     """Each stub function's TODO numbers and its NotImplementedError name one step, and that step's checks are the
-    ones that grade the function; sample() (the last TODO: it puts every step together) is step 6, the last."""
+    ones that grade the function. sample() and filtered_probs() are given: no TODO."""
     fast = problems.get("p08-fast")
     stub, _ = _definitions(fast.path("stub"))
     step_of_check = {cid: name for name, ids in zip(fast.step_names, fast.steps) for cid in ids}
     graded = {name: step_of_check[cid] for cid, names in STEPS for name in names}
-    graded["FastSampler.sample"] = fast.step_names[-1]
+    assert not TODO.findall(stub["FastSampler.sample"] + stub["FastSampler.filtered_probs"])
     seen = set()
     for name, text in stub.items():
         todos = set(TODO.findall(text))
@@ -150,18 +147,18 @@ def test_a_step_failure_reads_in_both_languages(lang, tmp_path):
 
 
 def test_a_helper_named_like_a_step_with_other_arguments_is_the_learners_own_design(tmp_path):
-    """A fast path in its own shape may have a helper called filter_window(z, top_k, top_p, row_mass): T4b must
+    """A fast path in its own shape may have a helper called filter_window(z, top_k, top_p, row_mass): T4 must
     not call it the step's way and report a TypeError; it notes that the step is not graded on its own. The same
-    helper with the step's arguments but a wrong rule still fails T4b."""
+    helper with the step's arguments but a wrong rule still fails T4."""
     solution = problems.get("p08-fast").path("solution").read_text(encoding="utf-8")
     own = solution + ("\n\ndef filter_window(z, top_k, top_p, row_mass):   # a helper of the learner's own design\n"
                       "    raise AssertionError('the step check must not call this')\n")
     path = tmp_path / "own_helper.py"
     path.write_text(own, encoding="utf-8")
-    result = run("p08-fast", path, ["T4b.filter_window"])["T4b.filter_window"]
+    result = run("p08-fast", path, ["T4.filter_window"])["T4.filter_window"]
     assert result.status == "pass" and "takes other arguments than this step's" in " ".join(result.lines), result.lines
     wrong = mutate("p08-fast", next(m for m in FAST_STEPS if m.name == "certain_by_count"), tmp_path)
-    assert run("p08-fast", wrong, ["T4b.filter_window"])["T4b.filter_window"].status == "fail"
+    assert run("p08-fast", wrong, ["T4.filter_window"])["T4.filter_window"].status == "fail"
 
 
 def test_stub_and_solution_share_names_signatures_and_constants():

@@ -58,7 +58,7 @@ def test_there_are_enough_mutants_and_each_targets_a_real_check():
 
 def test_a_comment_edit_in_a_solution_breaks_no_mutant():
     """Patches match code, not comments: every comment of the solution rewritten, each mutant makes the same file."""
-    from tests.self.helpers import apply_patches, without_comments
+    from tests.self.helpers import apply_patches, with_given_code, without_comments
     from tests.self.mutants_fast_causes import CAUSES
     from tests.self.mutants_fast_probes import PROBES
     from tests.self.mutants_fast_steps import FAST_STEPS
@@ -68,5 +68,6 @@ def test_a_comment_edit_in_a_solution_breaks_no_mutant():
         edited = re.sub(r"  # .*$", "  # a comment rewritten by an author", text, flags=re.M)
         assert edited != text and without_comments(edited) == without_comments(text)
         for mutant in group:
-            mutated = apply_patches(text, mutant.patches, mutant.name)
-            assert apply_patches(edited, mutant.patches, mutant.name) == mutated, mutant.name
+            mutated = apply_patches(with_given_code(text, mutant.patches), mutant.patches, mutant.name)
+            assert apply_patches(with_given_code(edited, mutant.patches), mutant.patches, mutant.name) == mutated, \
+                mutant.name

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from course import bench
+from course import bench, fast_batch
 from course.bench import hostwork
 from course.bench.baselines import ROOT, load_module
 from course.sampling_params import SamplingParams, _plainly_valid, validate_sample_inputs
@@ -94,10 +94,10 @@ def test_upload_holds_each_rows_own_knobs():
               SamplingParams(temperature=0.7, top_k=99, top_p=1.0), SamplingParams(top_k=-3, top_p=0.9),
               SamplingParams(top_k=10**30)]
     routes = FAST.route(params, vocab)
-    knobs, order = FAST._upload(params, routes, [0.0, 0.25, 0.5, 0.75, 0.125], vocab, "cpu")
+    knobs, order = fast_batch.upload(params, routes, [0.0, 0.25, 0.5, 0.75, 0.125], vocab, "cpu")
     want = [[1.0, 5, float("inf"), 0.0], [1e-5, 0, 0.5, 0.25], [0.7, 99, float("inf"), 0.5],
             [1.0, 0, 0.9, 0.75], [1.0, 0, float("inf"), 0.125]]
-    assert knobs.tolist() == want, f"called _upload, returned {knobs.tolist()}, expected {want}"
+    assert knobs.tolist() == want, f"called upload, returned {knobs.tolist()}, expected {want}"
     assert order.tolist() == [i for rows in routes for i in rows]
 
 
