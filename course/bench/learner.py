@@ -36,11 +36,20 @@ class _Overtime(BaseException):
     """Raised inside the learner's call by the alarm (a BaseException: a bare `except Exception` keeps it)."""
 
 
-def resolve(spec: str) -> Path:
-    """'mine' -> mine/p08_sampler_fast.py; any other value is a path (relative to the working folder)."""
+def resolve(spec) -> Path:
+    """'mine' -> mine/p08_sampler_fast.py; any other value is a path (relative to the working folder: the command
+    line's `--impl FILE`)."""
     if spec == MINE:
         return problems.get("p08-fast").path("stub")
     return Path(spec).expanduser().resolve()
+
+
+def repo_file(path) -> Path:
+    """A learner's file as an absolute path: a relative one ('mine/p08_sampler_fast.py', as relpath shows it) is
+    taken from the repo root, never from the working folder (a notebook's kernel runs in notebooks/ or
+    notebooks/en/)."""
+    path = Path(path).expanduser()
+    return (path if path.is_absolute() else problems.ROOT / path).resolve()
 
 
 @contextlib.contextmanager

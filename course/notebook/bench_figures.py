@@ -34,12 +34,13 @@ V_NAMES = {50257: "GPT-2", 151936: "Qwen", 32000: "Llama 2"}
 
 def learner_impl(fast, lang="zh"):
     """(impl, line): mine/'s FastSampler for run_case once it runs (course.bench.learner.load), else None; the
-    line says which, in the notebook's language."""
+    line says which, in the notebook's language. The file is found from the repo root: the notebook's kernel runs
+    in notebooks/ or notebooks/en/, a script from anywhere."""
     if not fast.yours("FastSampler"):
         return None, pick(lang, f"{fast.mine_path} 还不能运行：只计时课程自带的写法",
                           f"{fast.mine_path} does not run yet: the course's samplers only")
     try:
-        impl = learner.load(fast.mine_path)
+        impl = learner.load(learner.repo_file(fast.mine_path))          # from the repo root, wherever the kernel runs
     except learner.LearnerError as error:                # printed: wrapped to the page (74 columns)
         text = pick(lang, f"不计时你的文件：{error}", f"yours is not timed: {error}")
         return None, "\n".join(textwrap.wrap(text, 74 if lang == "en" else 66, break_long_words=False,
