@@ -81,7 +81,8 @@ def draw_bench(results, lang="zh"):
         ax.bar(xs, heights, width, color=[COLORS[m] if not n else "white" for n in noisy], edgecolor=COLORS[m])
     ax.set_yscale("log")
     ax.set_ylabel(fig_text(lang, "每次 sample() 的中位数 ms", "median ms per sample() call"), fontsize=10)
-    ax.set_xticks(range(len(results)), [f"{r['name']}\nB={r['B']}\nV={r['V']}" for r in results], fontsize=9)
+    ax.set_xticks(range(len(results)), [fig_text(lang, bench.case_name(r["name"], "zh"), r["name"]) +
+                                        f"\nB={r['B']}\nV={r['V']}" for r in results], fontsize=9)
     ax.tick_params(axis="y", labelsize=9)
     ax.legend([Patch(color=COLORS[m]) for m in methods], [fig_text(lang, *LABELS[m]) for m in methods], fontsize=9,
               ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, columnspacing=1.0,

@@ -64,7 +64,7 @@ def test_the_notebooks_benchmark_times_mine_from_any_working_folder(repo, monkey
     assert "no such file" not in printed and "not timed" not in printed and "不计时" not in printed, printed
     assert printed.splitlines()[0].startswith("yours = mine/p08_sampler_fast.py"), printed
     table = next(d.data for d in shown if isinstance(d, HTML))
-    heads = re.findall(r"<th[^>]*>(.*?)</th>", table)
+    heads = re.findall(r"<th\b[^>]*>(.*?)</th>", table)
     yours = next(i for i, h in enumerate(heads) if "mine/" in h)
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>")[1])
     assert len(rows) == len(SMALL_CASES)
