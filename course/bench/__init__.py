@@ -200,8 +200,10 @@ def run_case(name="seed 004: k40 p.9", batch=64, vocab=50257, mix="seed004", sha
     with learner.muted(YOURS in fns) as printed:           # a learner's prints: counted, not shown
         if YOURS in fns:
             where = f"on {name} (B={batch}, V={vocab}, {shape})"
-            tokens = learner.guarded_call(impl[0], fns[YOURS], f"sample() {where}")
-            learner.check_tokens(impl[0], tokens, batch, vocab, where)
+            where_zh = f"在 {case_name(name, 'zh')}（B={batch}，V={vocab}，{logits_name(shape, 'zh')}）上"
+            tokens = learner.guarded_call(impl[0], fns[YOURS], f"sample() {where}",
+                                          what_zh=f"{where_zh}调用 sample() 时")
+            learner.check_tokens(impl[0], tokens, batch, vocab, where, where_zh)
         if timing:
             if progress:
                 progress(", ".join(fns))

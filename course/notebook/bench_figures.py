@@ -5,7 +5,6 @@ Every figure is drawn from a run in the notebook itself (course.bench.run_case);
 (course/bench/machine.py: a busy machine) is drawn hollow and said so in the title.
 """
 import math
-import textwrap
 from itertools import product
 
 from matplotlib import colormaps
@@ -16,6 +15,7 @@ from course.bench import learner, machine, opcount
 from course.lang import pick
 from course.notebook.bench_view import LABELS
 from course.notebook.plotting import fig_text, new_figure
+from course.notebook.text import LINE_COLUMNS, wrap
 
 # the table: seed 004's case first, its V swept up to Qwen's 151936, and a small batch where the loop wins
 TABLE_CASES = [("seed 004: k40 p.9", 64, 50257, "seed004", "peaked"),
@@ -41,10 +41,9 @@ def learner_impl(fast, lang="zh"):
                           f"{fast.mine_path} does not run yet: the course's samplers only")
     try:
         impl = learner.load(learner.repo_file(fast.mine_path))          # from the repo root, wherever the kernel runs
-    except learner.LearnerError as error:                # printed: wrapped to the page (74 columns)
-        text = pick(lang, f"不计时你的文件：{error}", f"yours is not timed: {error}")
-        return None, "\n".join(textwrap.wrap(text, 74 if lang == "en" else 66, break_long_words=False,
-                                             break_on_hyphens=False))
+    except learner.LearnerError as error:                # printed: wrapped to the page (a path stays whole)
+        text = pick(lang, f"不计时你的文件：{error.text(lang)}", f"yours is not timed: {error}")
+        return None, wrap(text, LINE_COLUMNS, indent="", break_long=False)
     return impl, learner.yours_line(impl[0], lang)
 
 
@@ -57,7 +56,7 @@ def time_cases(cases, impl=None, methods=bench.METHODS, lang="zh", repeat=REPEAT
             results.append(bench.run_case(*case, methods=methods, repeat=repeat, budget_s=budget_s, impl=impl))
         except learner.LearnerError as error:
             impl = None
-            lines.append(pick(lang, f"不再计时你的文件：{error}", f"yours is timed no further: {error}"))
+            lines.append(pick(lang, f"不再计时你的文件：{error.text(lang)}", f"yours is timed no further: {error}"))
             results.append(bench.run_case(*case, methods=methods, repeat=repeat, budget_s=budget_s))
     notes = [machine.noise_note(results, lang), learner.printed_note(results, lang)]
     return results, lines + [note for note in notes if note]

@@ -10,8 +10,10 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 
 from course import bench  # noqa: E402
+from course.problems import ROOT  # noqa: E402
 from course.notebook import bench_figures as bf  # noqa: E402
 from course.notebook import prose  # noqa: E402
+from course.notebook.text import LINE_COLUMNS  # noqa: E402
 from course.notebook import widgets as cw  # noqa: E402
 
 ENGLISH_CASE_WORDS = ("sweep", "heterogeneous", "peaked", "heavy", "flat", "only", "mix", "big")
@@ -91,3 +93,31 @@ def test_the_charts_case_labels_are_in_the_notebooks_language(lang, monkeypatch)
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     expected = ["V 扫描", "异构 batch"] if lang == "zh" else ["V sweep", "heterogeneous"]
     assert labels == [f"{expected[0]}\nB=64\nV=4096", f"{expected[1]}\nB=8\nV=4096"]
+
+
+def test_a_learner_file_that_cannot_be_timed_is_said_in_the_notebooks_language(tmp_path):
+    """The lines under the benchmark when mine/ cannot be timed: Chinese in the Chinese notebook (the file's own
+    error, paths and commands as they are), each printed line within the page's 74 columns."""
+    class Narrow:
+        def sample(self, logits, req_ids, params, prev_tokens):
+            if logits.shape[-1] > 100:
+                raise IndexError("index 100 is out of bounds")
+            return logits.argmax(-1)
+
+    cases = [("seed 004: k40 p.9", 2, 64, "seed004", "peaked"), ("V sweep", 2, 256, "seed004", "heavy")]
+    lines = {lang: bf.time_cases(cases, ("narrow.py", Narrow), methods=("reference", "fast", "floor"), lang=lang,
+                                 repeat=1, budget_s=0.01)[1][0] for lang in ("zh", "en")}
+    assert lines["zh"] == ("不再计时你的文件：narrow.py：在 V 扫描（B=2，V=256，长尾）上调用 sample() 时抛出 "
+                           "IndexError: index 100 is out of bounds；./check.sh p08-fast --impl narrow.py 会指出在哪里")
+    assert lines["en"] == ("yours is timed no further: narrow.py: sample() on V sweep (B=2, V=256, heavy) raised "
+                           "IndexError: index 100 is out of bounds; ./check.sh p08-fast --impl narrow.py shows where")
+    nameless = tmp_path / "no_class.py"
+    nameless.write_text("import torch\n", encoding="utf-8")
+    for lang, says in (("zh", "没有 FastSampler 类（基准测试计时的是 FastSampler().sample）"),
+                       ("en", "has no FastSampler class (the benchmark times FastSampler().sample)")):
+        fast = cw.choose_fast_impl(False, lang, mine_path=ROOT / "solutions" / "p08_sampler_fast.py")
+        fast.mine_path = str(nameless)                   # the steps ran; the file the benchmark loads has no class
+        impl, line = bf.learner_impl(fast, lang)
+        assert impl is None and says in line.replace("\n", ""), line
+        assert all(cw.columns(part) <= LINE_COLUMNS or " " not in part for part in line.splitlines()), line
+        assert not prose.is_english_prose(line.splitlines()[0]) or lang == "en"
