@@ -121,3 +121,12 @@ def test_a_learner_file_that_cannot_be_timed_is_said_in_the_notebooks_language(t
         assert impl is None and says in line.replace("\n", ""), line
         assert all(cw.columns(part) <= LINE_COLUMNS or " " not in part for part in line.splitlines()), line
         assert not prose.is_english_prose(line.splitlines()[0]) or lang == "en"
+
+
+def test_wrap_keeps_a_word_longer_than_the_page_whole_when_asked():
+    from course.notebook import text
+    path = "/tmp/" + "x" * 90 + ".py"
+    line = f"不计时你的文件：{path}：没有 FastSampler 类"
+    assert text.wrap(line, 40, indent="", break_long=False).split("\n") == \
+        ["不计时你的文件：", f"{path}：", "没有 FastSampler 类"]
+    assert all(text.columns(part) <= 40 for part in text.wrap(line, 40, indent="").split("\n"))     # the default
