@@ -113,19 +113,16 @@ class InputError(ValueError):
     """What a learner typed into a panel's text box cannot be used; str() is one line in the panel's language."""
 
 
-def _numbers(text, kind):
-    """'1, 2.5，3' -> [1.0, 2.5, 3.0] (kind=float); ASCII or full-width commas."""
-    return [kind(x) for x in text.replace("，", ",").split(",") if x.strip()]
-
-
-FIELDS = {float: (("自定义 logits", "数", "例如 2.0, -0.5, 1e-3"), ("your own logits", "number", "e.g. 2.0, -0.5, 1e-3")),
+# a text box's name, what each entry must be, and an example, in Chinese and English
+FIELDS = {float: (("自定义 logits", "有限的数", "例如 2.0, -0.5, 1e-3"), ("your own logits", "finite number", "e.g. 2.0, -0.5, 1e-3")),
           int: (("历史 token", "整数 token id", "例如 0, 3"), ("prev tokens", "whole-number token id", "e.g. 0, 3"))}
 
 
 def parse_numbers(text, kind, lang="zh") -> list:
-    """_numbers(text, kind), or an InputError naming the first entry that is not a finite float (kind=float, the
-    custom row) or an integer (kind=int, the previous tokens), in lang: one line, no traceback."""
-    (field, noun, example) = FIELDS[kind][0 if lang != "en" else 1]
+    """'1, 2.5，3' -> [1.0, 2.5, 3.0] (kind=float: the custom row; kind=int: the previous tokens); ASCII or
+    full-width commas. An entry that is not a finite float (or not an integer) is an InputError naming it, one line
+    in lang."""
+    field, noun, example = FIELDS[kind][0 if lang != "en" else 1]
     values = []
     for entry in (x.strip() for x in text.replace("，", ",").split(",")):
         if not entry:
@@ -134,11 +131,8 @@ def parse_numbers(text, kind, lang="zh") -> list:
             value = kind(entry)
         except ValueError:
             value = None
-        if value is None or (kind is float and value - value != 0):                 # inf and nan: not a logit
-            raise InputError(pick(lang, f"{field}：“{entry}” 不是有限的{noun}（{example}，用逗号分隔）",
-                                  f"{field}: '{entry}' is not a finite {noun} ({example}, comma-separated)")
-                             if kind is float else
-                             pick(lang, f"{field}：“{entry}” 不是{noun}（{example}，用逗号分隔）",
+        if value is None or value - value != 0:                                      # inf and nan: not a logit
+            raise InputError(pick(lang, f"{field}：“{entry}” 不是{noun}（{example}，用逗号分隔）",
                                   f"{field}: '{entry}' is not a {noun} ({example}, comma-separated)"))
         values.append(value)
     return values
