@@ -12,7 +12,7 @@ LABELS = {"reference": ("参考解逐行循环", "reference loop"), "full_sort":
           "blog": ("博客写法（有 bug）", "blog (buggy)"), "fast": ("快速路径", "fast path"),
           "floor": ("下限 max(-1)", "floor max(-1)"), "yours": ("你的 mine/", "yours (mine/)")}
 # the table's column heads, in parts a line break may come between (never inside a part, so a narrow page breaks
-# a head between words, not inside one); a Chinese head's parts join with no space
+# a head between words, not inside one); joined they read as LABELS
 HEADS = {"reference": (("参考解", "逐行循环"), ("reference", "loop")), "full_sort": (("全词表", "排序"), ("full", "sort")),
          "blog": (("博客写法", "（有 bug）"), ("blog", "(buggy)")), "fast": (("快速路径",), ("fast", "path")),
          "floor": (("下限", "max(-1)"), ("floor", "max(-1)")), "yours": (("你的", "mine/"), ("yours", "(mine/)")),
@@ -85,10 +85,13 @@ PART = "<span style='white-space:nowrap'>{}</span>"              # a head's part
 
 
 def head_html(key, lang="zh") -> str:
-    """A column head (HEADS) as HTML: its parts kept whole, a line break allowed only between them (<wbr> between
-    Chinese parts, a space between English ones)."""
+    """A column head (HEADS) as HTML: its parts kept whole, a line break allowed only between them: at a space
+    where a part begins or ends in Latin text, at a <wbr> (no space) between two Chinese parts."""
     parts = HEADS[key][0 if lang != "en" else 1]
-    return pick(lang, "<wbr>", " ").join(PART.format(html.escape(part)) for part in parts)
+    out = PART.format(html.escape(parts[0]))
+    for before, part in zip(parts, parts[1:]):
+        out += (" " if before[-1].isascii() or part[0].isascii() else "<wbr>") + PART.format(html.escape(part))
+    return out
 
 
 def shown_methods(results, methods=METHODS) -> list:
