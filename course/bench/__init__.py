@@ -55,12 +55,28 @@ CASES = [
     ("heterogeneous", 64, 50257, "mixed", "peaked"),
     ("heterogeneous", 64, 50257, "mixed", "flat"),
 ]
+# the case names and the logits' shapes in Chinese, for the Chinese notebook (its table, chart and sentences) and
+# for a learner's file that fails on a case; a name not listed is shown as it is
+CASE_NAMES_ZH = {"seed 004: k40 p.9": "seed 004：k40 p.9", "B sweep": "B 扫描", "V sweep": "V 扫描",
+                 "big": "大 batch、大词表", "seed 004, flat logits": "seed 004，平坦 logits",
+                 "top-p only p.9": "只开 top-p p.9", "heterogeneous": "异构 batch", "seed 004 mix": "seed 004 的行"}
+LOGITS_ZH = {"peaked": "尖峰", "heavy": "长尾", "flat": "平坦", "randn": "随机"}
 QUICK_CASES = [
     ("seed 004: k40 p.9", 8, 4096, "seed004", "peaked"),
     ("top-p only p.9", 8, 4096, "top_p_only", "peaked"),
     ("top-p only p.9", 8, 4096, "top_p_only", "flat"),
     ("heterogeneous", 8, 4096, "mixed", "peaked"),
 ]
+
+
+def case_name(name: str, lang: str = "en") -> str:
+    """A case's name in lang (CASE_NAMES_ZH for zh; numbers and ids stay)."""
+    return CASE_NAMES_ZH.get(name, name) if lang != "en" else name
+
+
+def logits_name(shape: str, lang: str = "en") -> str:
+    """A logits shape ('peaked', 'heavy', 'flat') in lang."""
+    return LOGITS_ZH.get(shape, shape) if lang != "en" else shape
 
 
 def _sync(device):
@@ -184,8 +200,10 @@ def run_case(name="seed 004: k40 p.9", batch=64, vocab=50257, mix="seed004", sha
     with learner.muted(YOURS in fns) as printed:           # a learner's prints: counted, not shown
         if YOURS in fns:
             where = f"on {name} (B={batch}, V={vocab}, {shape})"
-            tokens = learner.guarded_call(impl[0], fns[YOURS], f"sample() {where}")
-            learner.check_tokens(impl[0], tokens, batch, vocab, where)
+            where_zh = f"在 {case_name(name, 'zh')}（B={batch}，V={vocab}，{logits_name(shape, 'zh')}）上"
+            tokens = learner.guarded_call(impl[0], fns[YOURS], f"sample() {where}",
+                                          what_zh=f"{where_zh}调用 sample() 时")
+            learner.check_tokens(impl[0], tokens, batch, vocab, where, where_zh)
         if timing:
             if progress:
                 progress(", ".join(fns))

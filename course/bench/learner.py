@@ -29,18 +29,35 @@ MINE = "mine"         # --impl mine: the learner's own stub file, mine/p08_sampl
 
 
 class LearnerError(Exception):
-    """A learner's file that cannot be timed; str() is the one line the benchmark prints."""
+    """A learner's file that cannot be timed; str() is the one line the benchmark prints, text(lang) the same line
+    in a notebook's language (the file's own error, paths and commands stay as they are)."""
+
+    def __init__(self, en: str, zh: str | None = None):
+        super().__init__(en)
+        self.zh = zh or en
+
+    def text(self, lang: str = "en") -> str:
+        return pick(lang, self.zh, str(self))
 
 
 class _Overtime(BaseException):
     """Raised inside the learner's call by the alarm (a BaseException: a bare `except Exception` keeps it)."""
 
 
-def resolve(spec: str) -> Path:
-    """'mine' -> mine/p08_sampler_fast.py; any other value is a path (relative to the working folder)."""
+def resolve(spec) -> Path:
+    """'mine' -> mine/p08_sampler_fast.py; any other value is a path (relative to the working folder: the command
+    line's `--impl FILE`)."""
     if spec == MINE:
         return problems.get("p08-fast").path("stub")
     return Path(spec).expanduser().resolve()
+
+
+def repo_file(path) -> Path:
+    """A learner's file as an absolute path: a relative one ('mine/p08_sampler_fast.py', as relpath shows it) is
+    taken from the repo root, never from the working folder (a notebook's kernel runs in notebooks/ or
+    notebooks/en/)."""
+    path = Path(path).expanduser()
+    return (path if path.is_absolute() else problems.ROOT / path).resolve()
 
 
 @contextlib.contextmanager
@@ -79,32 +96,41 @@ def grade_command(name: str) -> str:
     return "./check.sh p08-fast" + ("" if name == stub else f" --impl {name}")
 
 
-def guarded_call(name: str, call, what: str, limit_s: float | None = None):
+def guarded_call(name: str, call, what: str, limit_s: float | None = None, what_zh: str | None = None):
     """call() under the deadline (LIMIT_S by default); whatever goes wrong becomes a LearnerError naming the file
-    and `what` ran."""
+    and `what` ran (what_zh: the same in Chinese, e.g. '在 ... 上调用 sample() 时')."""
     limit_s = LIMIT_S if limit_s is None else limit_s
+    what_zh = what_zh or f"{what} "
+    grade = grade_command(name)
     try:
         with deadline(limit_s):
             return call()
     except _Overtime:
-        raise LearnerError(f"{name}: {what} ran past {limit_s:g} s (a loop that never ends?); "
-                           f"{grade_command(name)} checks it step by step") from None
+        raise LearnerError(f"{name}: {what} ran past {limit_s:g} s (a loop that never ends?); {grade} checks it "
+                           "step by step",
+                           f"{name}：{what_zh}超过 {limit_s:g} s 还没返回（死循环？）；"
+                           f"{grade} 会一步一步检查它") from None
     except NotImplementedError as error:
-        raise LearnerError(f"{name}: not implemented yet ({' '.join(str(error).split())}); finish the steps "
-                           f"({grade_command(name)}), then time it") from None
+        message = " ".join(str(error).split())
+        raise LearnerError(f"{name}: not implemented yet ({message}); finish the steps ({grade}), then time it",
+                           f"{name}：还没实现（{message}）；先完成各步（{grade}），再计时") from None
     except Exception as error:         # the learner's bug: one line here, the grader shows the rest
-        raise LearnerError(f"{name}: {what} raised {_one_line(error)}; {grade_command(name)} shows where") from None
+        raise LearnerError(f"{name}: {what} raised {_one_line(error)}; {grade} shows where",
+                           f"{name}：{what_zh}抛出 {_one_line(error)}；{grade} 会指出在哪里") from None
 
 
-def check_tokens(name: str, tokens, batch: int, vocab: int, where: str) -> None:
-    """A LearnerError unless tokens is an integer tensor [batch] of ids in [0, vocab)."""
+def check_tokens(name: str, tokens, batch: int, vocab: int, where: str, where_zh: str | None = None) -> None:
+    """A LearnerError unless tokens is an integer tensor [batch] of ids in [0, vocab) (where_zh: `where` in
+    Chinese, e.g. '在 ... 上')."""
     shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else None
     ok = (shape == (batch,) and not tokens.dtype.is_floating_point and not tokens.dtype.is_complex
           and tokens.dtype != torch.bool and bool(((tokens >= 0) & (tokens < vocab)).all()))
     if not ok:
         got = f"{type(tokens).__name__} {list(shape)} {tokens.dtype}" if shape is not None else type(tokens).__name__
         raise LearnerError(f"{name}: called sample() {where}, returned {got}, expected a LongTensor [{batch}] of "
-                           f"token ids in [0, {vocab})")
+                           f"token ids in [0, {vocab})",
+                           f"{name}：{where_zh or where + ' '}调用 sample()，返回 {got}，应为 LongTensor [{batch}]，"
+                           f"token id 在 [0, {vocab}) 内")
 
 
 def load(spec: str):
@@ -112,19 +138,22 @@ def load(spec: str):
     path = resolve(spec)
     name = relpath(path)
     if not path.is_file():
-        raise LearnerError(f"--impl {spec}: no such file {name}")
+        raise LearnerError(f"--impl {spec}: no such file {name}", f"--impl {spec}：没有这个文件 {name}")
     state = TorchState()
     try:
         try:
             with deadline(LIMIT_S), muted():
                 module = load_module(path, "bench_impl")
         except _Overtime:
-            raise LearnerError(f"{name}: importing it ran past {LIMIT_S:g} s") from None
+            raise LearnerError(f"{name}: importing it ran past {LIMIT_S:g} s",
+                               f"{name}：导入超过 {LIMIT_S:g} s 还没结束") from None
         except Exception as error:
-            raise LearnerError(f"{name}: cannot be imported ({_one_line(error)})") from None
+            raise LearnerError(f"{name}: cannot be imported ({_one_line(error)})",
+                               f"{name}：无法导入（{_one_line(error)}）") from None
         factory = getattr(module, "FastSampler", None)
         if not callable(factory):
-            raise LearnerError(f"{name}: has no FastSampler class (the benchmark times FastSampler().sample)")
+            raise LearnerError(f"{name}: has no FastSampler class (the benchmark times FastSampler().sample)",
+                               f"{name}：没有 FastSampler 类（基准测试计时的是 FastSampler().sample）")
         with muted():
             probe(name, factory)
     finally:
@@ -136,11 +165,11 @@ def probe(name: str, factory) -> None:
     """Sample a 2-row batch once (a seeded top-k/top-p row and a greedy one): it must run and return tokens."""
     logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0], [0.0, 3.0, 1.0, 0.5, 0.2]])        # [B=2, V=5]
     params = [SamplingParams(top_k=3, top_p=0.9, seed=0), SamplingParams(temperature=0.0)]
-    where = "on a 2-row probe batch"
+    where, where_zh = "on a 2-row probe batch", "在 2 行的探测 batch 上"
     sampler = guarded_call(name, factory, "FastSampler()")
     tokens = guarded_call(name, lambda: sampler.sample(logits, ["probe-a", "probe-b"], params, [[], []]),
-                          f"sample() {where}")
-    check_tokens(name, tokens, 2, 5, where)
+                          f"sample() {where}", what_zh=f"{where_zh}调用 sample() 时")
+    check_tokens(name, tokens, 2, 5, where, where_zh)
 
 
 def yours_line(name, lang="en") -> str:

@@ -5,7 +5,6 @@ Every figure is drawn from a run in the notebook itself (course.bench.run_case);
 (course/bench/machine.py: a busy machine) is drawn hollow and said so in the title.
 """
 import math
-import textwrap
 from itertools import product
 
 from matplotlib import colormaps
@@ -16,6 +15,7 @@ from course.bench import learner, machine, opcount
 from course.lang import pick
 from course.notebook.bench_view import LABELS
 from course.notebook.plotting import fig_text, new_figure
+from course.notebook.text import LINE_COLUMNS, wrap
 
 # the table: seed 004's case first, its V swept up to Qwen's 151936, and a small batch where the loop wins
 TABLE_CASES = [("seed 004: k40 p.9", 64, 50257, "seed004", "peaked"),
@@ -34,16 +34,16 @@ V_NAMES = {50257: "GPT-2", 151936: "Qwen", 32000: "Llama 2"}
 
 def learner_impl(fast, lang="zh"):
     """(impl, line): mine/'s FastSampler for run_case once it runs (course.bench.learner.load), else None; the
-    line says which, in the notebook's language."""
+    line says which, in the notebook's language. The file is found from the repo root: the notebook's kernel runs
+    in notebooks/ or notebooks/en/, a script from anywhere."""
     if not fast.yours("FastSampler"):
         return None, pick(lang, f"{fast.mine_path} 还不能运行：只计时课程自带的写法",
                           f"{fast.mine_path} does not run yet: the course's samplers only")
     try:
-        impl = learner.load(fast.mine_path)
-    except learner.LearnerError as error:                # printed: wrapped to the page (74 columns)
-        text = pick(lang, f"不计时你的文件：{error}", f"yours is not timed: {error}")
-        return None, "\n".join(textwrap.wrap(text, 74 if lang == "en" else 66, break_long_words=False,
-                                             break_on_hyphens=False))
+        impl = learner.load(learner.repo_file(fast.mine_path))          # from the repo root, wherever the kernel runs
+    except learner.LearnerError as error:                # printed: wrapped to the page (a path stays whole)
+        text = pick(lang, f"不计时你的文件：{error.text(lang)}", f"yours is not timed: {error}")
+        return None, wrap(text, LINE_COLUMNS, indent="", break_long=False)
     return impl, learner.yours_line(impl[0], lang)
 
 
@@ -56,7 +56,7 @@ def time_cases(cases, impl=None, methods=bench.METHODS, lang="zh", repeat=REPEAT
             results.append(bench.run_case(*case, methods=methods, repeat=repeat, budget_s=budget_s, impl=impl))
         except learner.LearnerError as error:
             impl = None
-            lines.append(pick(lang, f"不再计时你的文件：{error}", f"yours is timed no further: {error}"))
+            lines.append(pick(lang, f"不再计时你的文件：{error.text(lang)}", f"yours is timed no further: {error}"))
             results.append(bench.run_case(*case, methods=methods, repeat=repeat, budget_s=budget_s))
     notes = [machine.noise_note(results, lang), learner.printed_note(results, lang)]
     return results, lines + [note for note in notes if note]
@@ -80,7 +80,8 @@ def draw_bench(results, lang="zh"):
         ax.bar(xs, heights, width, color=[COLORS[m] if not n else "white" for n in noisy], edgecolor=COLORS[m])
     ax.set_yscale("log")
     ax.set_ylabel(fig_text(lang, "每次 sample() 的中位数 ms", "median ms per sample() call"), fontsize=10)
-    ax.set_xticks(range(len(results)), [f"{r['name']}\nB={r['B']}\nV={r['V']}" for r in results], fontsize=9)
+    ax.set_xticks(range(len(results)), [fig_text(lang, bench.case_name(r["name"], "zh"), r["name"]) +
+                                        f"\nB={r['B']}\nV={r['V']}" for r in results], fontsize=9)
     ax.tick_params(axis="y", labelsize=9)
     ax.legend([Patch(color=COLORS[m]) for m in methods], [fig_text(lang, *LABELS[m]) for m in methods], fontsize=9,
               ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, columnspacing=1.0,

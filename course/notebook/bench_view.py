@@ -1,15 +1,22 @@
 """The fast-path notebook's benchmark table as HTML (the text table is too wide for a notebook), and one
 sentence per case where the fast path is not the fastest real sampler, saying why. A case whose figures are
-noise (course/bench/machine.py) is marked; the learner's column 'yours' follows the fast path's."""
+noise (course/bench/machine.py) is marked; the learner's column 'yours' follows the fast path's. Case names and
+logits shapes are shown in the notebook's language (course.bench.case_name, logits_name)."""
 import html
 
-from course.bench import machine
+from course.bench import case_name, logits_name, machine
 from course.lang import pick
 
 METHODS = ("reference", "full_sort", "blog", "fast", "floor")   # course.bench's order
 LABELS = {"reference": ("参考解逐行循环", "reference loop"), "full_sort": ("全词表排序", "full sort"),
           "blog": ("博客写法（有 bug）", "blog (buggy)"), "fast": ("快速路径", "fast path"),
           "floor": ("下限 max(-1)", "floor max(-1)"), "yours": ("你的 mine/", "yours (mine/)")}
+# the table's column heads, in parts a line break may come between (never inside a part, so a narrow page breaks
+# a head between words, not inside one); joined they read as LABELS
+HEADS = {"reference": (("参考解", "逐行循环"), ("reference", "loop")), "full_sort": (("全词表", "排序"), ("full", "sort")),
+         "blog": (("博客写法", "（有 bug）"), ("blog", "(buggy)")), "fast": (("快速路径",), ("fast", "path")),
+         "floor": (("下限", "max(-1)"), ("floor", "max(-1)")), "yours": (("你的", "mine/"), ("yours", "(mine/)")),
+         "case": (("场景",), ("case",)), "size": (("B×V",), ("B×V",)), "logits": (("logits",), ("logits",))}
 WHY = {  # method that beat the fast path -> why (one sentence each)
     "blog": ("博客的写法整批只用第一行的参数、只抽一次全局随机数、不做 penalty，也就是少做了每行该做的事，而且结果是错的",
              "the blog's code does less work because it is wrong: one parameter set and one global draw for the "
@@ -34,8 +41,10 @@ def losing_cases(results, methods=METHODS) -> list:
             and r["ms"].get(m) is not None and r["ms"].get("fast") and r["ms"][m] < r["ms"]["fast"]]
 
 
-def _case(r) -> str:
-    return f"{r['name']} (B={r['B']}, V={r['V']}, {r['logits']})"
+def _case(r, lang="en") -> str:
+    """'V sweep (B=64, V=4096, peaked)', or in Chinese 'V 扫描（B=64，V=4096，尖峰）'."""
+    name, shape = case_name(r["name"], lang), logits_name(r["logits"], lang)
+    return pick(lang, f"{name}（B={r['B']}，V={r['V']}，{shape}）", f"{name} (B={r['B']}, V={r['V']}, {shape})")
 
 
 def explain_losses(results, lang="zh") -> str:
@@ -54,7 +63,7 @@ def explain_losses(results, lang="zh") -> str:
                     "This run: the fast path beat every other sampler in every case (the floor aside).")
     lines = []
     for method in [m for m in METHODS if any(m == x for _, x in lost)]:
-        cases = "; ".join(_case(r) for r, x in lost if x == method)
+        cases = pick(lang, "；", "; ").join(_case(r, lang) for r, x in lost if x == method)
         zh, en = WHY[method] if method in WHY else ("", "")
         lines.append(pick(lang, f"{LABELS[method][0]} 在 {cases} 更快：{zh}。",
                           f"{LABELS[method][1]} was faster in {cases}: {en}."))
@@ -71,6 +80,18 @@ def _ratio(r) -> str:
 
 
 CELL = "padding:2px 3px;text-align:right;white-space:nowrap"   # one line per cell, whatever the page width
+HEAD_CELL = "padding:2px 3px;text-align:right;vertical-align:bottom"
+PART = "<span style='white-space:nowrap'>{}</span>"              # a head's part: never broken inside
+
+
+def head_html(key, lang="zh") -> str:
+    """A column head (HEADS) as HTML: its parts kept whole, a line break allowed only between them: at a space
+    where a part begins or ends in Latin text, at a <wbr> (no space) between two Chinese parts."""
+    parts = HEADS[key][0 if lang != "en" else 1]
+    out = PART.format(html.escape(parts[0]))
+    for before, part in zip(parts, parts[1:]):
+        out += (" " if before[-1].isascii() or part[0].isascii() else "<wbr>") + PART.format(html.escape(part))
+    return out
 
 
 def shown_methods(results, methods=METHODS) -> list:
@@ -84,14 +105,16 @@ def shown_methods(results, methods=METHODS) -> list:
 def results_html(results, lang="zh", methods=METHODS) -> str:
     """A compact HTML table: one row per case, median ms per method with (x ratio to the fast path); the fast
     path's column in bold; a cell where a real sampler beats the fast path is shaded; a case whose figures are
-    noise starts with machine.NOISY_MARK and is greyed. Cells never wrap: a page too narrow for the table
-    scrolls it sideways."""
+    noise starts with machine.NOISY_MARK and is greyed. Cells never wrap, and a head breaks only between its parts
+    (HEADS), never inside a word: a page too narrow for the table scrolls it sideways. Case names and logits shapes
+    are in lang."""
     methods = shown_methods(results, methods)
-    head = [pick(lang, "场景", "case"), "B×V", "logits"] + [pick(lang, *LABELS[m]) for m in methods]
+    head = [head_html(key, lang) for key in ("case", "size", "logits", *methods)]
     rows = []
     for r in results:
         mark = f"{machine.NOISY_MARK} " if machine.noisy(r) else ""
-        cells = [html.escape(mark + r["name"]), f"{r['B']}×{r['V']}", html.escape(r["logits"])]
+        cells = [html.escape(mark + case_name(r["name"], lang)), f"{r['B']}×{r['V']}",
+                 html.escape(logits_name(r["logits"], lang))]
         for m in methods:
             t = r["ms"].get(m)
             if t is None:
@@ -112,6 +135,5 @@ def results_html(results, lang="zh", methods=METHODS) -> str:
         caption += pick(lang, f"；{machine.NOISY_MARK} 灰色 = 噪声（机器正忙）", f"; {machine.NOISY_MARK} grey = noise (busy machine)")
     return ("<div style='overflow-x:auto'><table style='font-size:11px;table-layout:auto;width:auto;margin:0 0 4px'>"
             f"<caption style='caption-side:bottom;text-align:left;font-size:11px;color:#666'>{caption}</caption>"
-            "<thead><tr>" + "".join(f"<th style='padding:2px 3px;text-align:right;vertical-align:bottom'>"
-                                    f"{html.escape(h)}</th>" for h in head) +
+            "<thead><tr>" + "".join(f"<th style='{HEAD_CELL}'>{h}</th>" for h in head) +
             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import torch
 
+from course.bench.learner import repo_file
 from course.lang import pick
 from course.loader import load_module, relpath
 from course.notebook.text import LINE_COLUMNS, wrap
@@ -30,15 +31,15 @@ def unfinished(module) -> list:
 
 
 def resolve_impl(use_reference: bool, lang: str = "zh", mine_path=None) -> dict:
-    """{'module', 'note', 'stand_in'}: the learner's mine/p08_sampler.py, or the reference (when asked for, or while
-    mine is a stub or cannot be imported). stand_in is None when the module is the one asked for, else a short
-    reason the reference stands in for mine."""
+    """{'module', 'note', 'stand_in'}: the learner's mine/p08_sampler.py (or mine_path, a relative one taken from the
+    repo root), or the reference (when asked for, or while mine is a stub or cannot be imported). stand_in is None
+    when the module is the one asked for, else a short reason the reference stands in for mine."""
     problem = get("p08")
     reference = load_module(problem.path("solution"), "reference")
     if use_reference:
         return {"module": reference, "stand_in": None,
                 "note": pick(lang, f"展示参考解 {problem.solution}", f"showing the reference {problem.solution}")}
-    path = mine_path or problem.path("stub")
+    path = repo_file(mine_path) if mine_path else problem.path("stub")
     try:
         mine = load_module(path, "mine")
     except Exception as error:
@@ -139,7 +140,7 @@ class FastImpl:
     def __init__(self, use_reference=False, lang="zh", mine_path=None):
         problem = get("p08-fast")
         self.lang, self.reference = lang, load_module(problem.path("solution"), "reference_fast")
-        self.ref_path, path = problem.solution, mine_path or problem.path("stub")
+        self.ref_path, path = problem.solution, repo_file(mine_path) if mine_path else problem.path("stub")
         self.mine_path, self.mine, self.error = relpath(path), None, None
         if not use_reference:
             try:

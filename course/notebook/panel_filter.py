@@ -4,6 +4,8 @@ build_ui() -> (widgets, figure). `fig._p08_state` holds what was computed, `fig.
 so tests set slider values without a kernel and assert on the plotted data. The mine/reference toggle always
 shows the code that runs: while mine/p08_sampler.py is a stub, it moves to the reference and the note says why.
 """
+import html
+
 import ipywidgets as W
 import torch
 from matplotlib.patches import Patch
@@ -107,9 +109,33 @@ def draw_filter(fig, steps, lang) -> None:
                         "crossing": marker}
 
 
-def _numbers(text, kind):
-    """'1, 2.5，3' -> [1.0, 2.5, 3.0] (kind=float); ASCII or full-width commas."""
-    return [kind(x) for x in text.replace("，", ",").split(",") if x.strip()]
+class InputError(ValueError):
+    """What a learner typed into a panel's text box cannot be used; str() is one line in the panel's language."""
+
+
+# a text box's name, what each entry must be, and an example, in Chinese and English
+FIELDS = {float: (("自定义 logits", "有限的数", "例如 2.0, -0.5, 1e-3"), ("your own logits", "finite number", "e.g. 2.0, -0.5, 1e-3")),
+          int: (("历史 token", "整数 token id", "例如 0, 3"), ("prev tokens", "whole-number token id", "e.g. 0, 3"))}
+
+
+def parse_numbers(text, kind, lang="zh") -> list:
+    """'1, 2.5，3' -> [1.0, 2.5, 3.0] (kind=float: the custom row; kind=int: the previous tokens); ASCII or
+    full-width commas. An entry that is not a finite float (or not an integer) is an InputError naming it, one line
+    in lang."""
+    field, noun, example = FIELDS[kind][0 if lang != "en" else 1]
+    values = []
+    for entry in (x.strip() for x in text.replace("，", ",").split(",")):
+        if not entry:
+            continue
+        try:
+            value = kind(entry)
+        except ValueError:
+            value = None
+        if value is None or value - value != 0:                                      # inf and nan: not a logit
+            raise InputError(pick(lang, f"{field}：“{entry}” 不是{noun}（{example}，用逗号分隔）",
+                                  f"{field}: '{entry}' is not a {noun} ({example}, comma-separated)"))
+        values.append(value)
+    return values
 
 
 def build_ui(lang="zh", use_reference=False, mine_path=None):
@@ -156,19 +182,22 @@ def build_ui(lang="zh", use_reference=False, mine_path=None):
         busy[0] = True
         try:
             row = rows.get(w["row"].value)
-            row = torch.tensor(_numbers(w["custom"].value, float)) if row is None else row  # [V]
+            row = torch.tensor(parse_numbers(w["custom"].value, float, lang)) if row is None else row  # [V]
             if len(row) < 2:
-                raise ValueError(pick(lang, "至少要 2 个 logits", "give at least 2 logits"))
+                raise InputError(pick(lang, "自定义 logits：至少要 2 个（用逗号分隔）", "your own logits: give at least 2 "
+                                                                                 "(comma-separated)"))
             w["top_k"].max = len(row)
-            prev = _numbers(w["prev_tokens"].value, int)
+            prev = parse_numbers(w["prev_tokens"].value, int, lang)
             if any(not 0 <= t < len(row) for t in prev):
-                raise ValueError(pick(lang, f"历史 token 要在 [0, {len(row)}) 内", f"prev tokens must be in [0, {len(row)})"))
+                raise InputError(pick(lang, f"历史 token 要在 [0, {len(row)}) 内", f"prev tokens must be in [0, {len(row)})"))
             steps = filter_steps(impl["module"], row, w["temperature"].value, w["top_k"].value, w["top_p"].value,
                                  w["penalty"].value, prev)
             draw_filter(fig, steps, lang)
             w["image"].value = render_png(fig)
             w["note"].value = impl["label"]
-        except Exception as error:  # a parse error or the learner's own bug: say it, keep the last picture
+        except InputError as error:  # what was typed: one line in the panel's language, keep the last picture
+            w["note"].value = f"{impl['label']}<br><b style='color:#c00'>{html.escape(str(error), quote=False)}</b>"
+        except Exception as error:  # the learner's own bug: say it as Python does, keep the last picture
             w["note"].value = f"{impl['label']}<br><b style='color:#c00'>{type(error).__name__}: {error}</b>"
         finally:
             busy[0] = False

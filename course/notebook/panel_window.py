@@ -201,7 +201,8 @@ def build_window_panel(lang="zh", use_reference=False, mine_path=None):
                            value="peaked", description=pick(lang, f"logits 行（V = {VOCAB}）", f"row (V = {VOCAB})"),
                            **row_sizes()),
          "temperature": W.FloatSlider(value=1.0, min=0.1, max=2.0, step=0.05, description="temperature", **slider_sizes()),
-         "top_k": W.IntSlider(value=40, min=-1, max=400, description="top_k (-1 off)", **slider_sizes()),
+         "top_k": W.IntSlider(value=40, min=-1, max=400, description=pick(lang, "top_k (-1 关)", "top_k (-1 off)"),
+                             **slider_sizes()),
          "top_p": W.FloatSlider(value=0.9, min=0.05, max=1.0, step=0.01, description="top_p", **slider_sizes()),
          "note": W.HTML(), "image": panel_image()}
     fig = new_figure(560)

@@ -29,9 +29,10 @@ def pad(text: str, width: int) -> str:
     return text + " " * max(0, width - columns(text))
 
 
-def wrap(text: str, width: int = LINE_COLUMNS, indent: str = "  ") -> str:
+def wrap(text: str, width: int = LINE_COLUMNS, indent: str = "  ", break_long: bool = True) -> str:
     """Each line of text broken to at most `width` columns: at the last space, or after a Chinese character or
-    punctuation mark, before the limit; the continuation lines are indented."""
+    punctuation mark, before the limit; the continuation lines are indented. A word longer than the width (a long
+    path) is broken at the limit, or with break_long=False kept whole on a line of its own."""
     out = []
     for line in text.split("\n"):
         while columns(line) > width:
@@ -42,6 +43,10 @@ def wrap(text: str, width: int = LINE_COLUMNS, indent: str = "  ") -> str:
                     break
                 if ch == " " or columns(ch) == 2:
                     cut = i + 1
+            if not cut and not break_long:                       # the word's end: the first break after the limit
+                cut = next((j + 1 for j in range(i, len(line)) if line[j] == " " or columns(line[j]) == 2), len(line))
+                if cut == len(line):
+                    break
             cut = cut or i
             out.append(line[:cut].rstrip())
             line = indent + line[cut:].lstrip()

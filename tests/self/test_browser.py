@@ -479,7 +479,7 @@ def test_fast_path_notebook_in_chinese(lab, browser):
     page = open_notebook(browser, base, token, "notebooks/p08_fast_path.ipynb", errors)
     run_all(page)
     assert_chinese_prose(page)
-    top_k_label = page.locator("label:text-is('top_k (-1 off)')")
+    top_k_label = page.locator("label:text-is('top_k (-1 关)')")
     panel = page.locator(".widget-vbox:has(.widget-image)").filter(has=top_k_label).first
     panel.scroll_into_view_if_needed()
     note = panel.locator(".widget-html:not(.p08-stale)").first
@@ -488,7 +488,7 @@ def test_fast_path_notebook_in_chinese(lab, browser):
     panel.locator("select").select_option(label="尖峰，舍入到 bf16（有并列）")
     wait_changed(page, panel, before)
     before = image_of(panel)
-    set_slider(page, panel, "top_k (-1 off)", 60)
+    set_slider(page, panel, "top_k (-1 关)", 60)
     wait_changed(page, panel, before)
     note_saying(page, note, "不 certain")
     shot(page, "p08_fast_zh_window_panel", panel)
