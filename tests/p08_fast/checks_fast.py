@@ -270,9 +270,18 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
                                f"检查 filter_window 的 certain（T4）",
                                f"every row has top_k=40: a window of 41 columns holds its kept set, so it should be certain, "
                                f"yet {sum(taken)} rows took the exact route: check filter_window's certain (T4)"))
+    syncs = ops[len(ids)].syncs
+    waits = syncs > 1 and callable(getattr(ctx.impl, "_steps", None))  # the stub's shape (a design of its own may
+                                                                      # widen a window in rounds, each a sync)
+    if waits:                                                         # the given code waits once; a step's .item(),
+        lines.append(ctx.t(f"每次调用要等设备 {syncs} 次（B=8 时 {ops[small].syncs} 次；host sync：.item()、.tolist()、nonzero、"
+                           f"取决于数据的形状）：给定代码只等一次，你的步骤函数里不要再读设备上的值",     # .tolist() add more
+                           f"it waits for the device {syncs} times per call ({ops[small].syncs} at B=8; host syncs: .item(), "
+                           f".tolist(), nonzero, data-dependent shapes): the given code waits once; your step functions "
+                           f"must read no device value back"))
     grows = ops[len(ids)].ops > 3 * ops[small].ops                    # 8x the rows: a loop over rows
     if grows and not sorts:
         lines.append(ctx.t(f"op 数随 batch 增长（B=8 时 {ops[small].ops}，B=64 时 {ops[len(ids)].ops}）：还有按行的循环，把它们变成整批的张量运算",
                            f"its op count grows with the batch ({ops[small].ops} at B=8, {ops[len(ids)].ops} at B=64): "
                            f"a per-row loop is left; make it whole-batch tensor ops"))
-    return lines, grows or detour
+    return lines, grows or detour or waits

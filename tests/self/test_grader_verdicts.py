@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from course import problems
-from tests.self import mutants, mutants_fast
+from tests.self import mutants, mutants_fast, mutants_fast_given
 from tests.self.helpers import check_ids, mutate, run
 
 PROBLEMS = [name for name, p in problems.problems().items() if p.path("solution").exists()]
@@ -34,7 +34,8 @@ def test_stub_fails_every_check_as_not_implemented(problem):
     assert all("not implemented yet" in r.lines[0] for r in results.values())
 
 
-ALL_MUTANTS = [("p08", m) for m in mutants.P08] + [("p08-fast", m) for m in mutants_fast.P08_FAST]
+FAST = mutants_fast.P08_FAST + mutants_fast_given.GIVEN
+ALL_MUTANTS = [("p08", m) for m in mutants.P08] + [("p08-fast", m) for m in FAST]
 
 
 @pytest.mark.parametrize("problem,mutant", ALL_MUTANTS, ids=[f"{p}-{m.name}" for p, m in ALL_MUTANTS])
@@ -63,7 +64,7 @@ def test_a_comment_edit_in_a_solution_breaks_no_mutant():
     from tests.self.mutants_fast_probes import PROBES
     from tests.self.mutants_fast_steps import FAST_STEPS
 
-    for problem, group in (("p08", mutants.P08), ("p08-fast", mutants_fast.P08_FAST + FAST_STEPS + PROBES + CAUSES)):
+    for problem, group in (("p08", mutants.P08), ("p08-fast", FAST + FAST_STEPS + PROBES + CAUSES)):
         text = problems.get(problem).path("solution").read_text(encoding="utf-8")
         edited = re.sub(r"  # .*$", "  # a comment rewritten by an author", text, flags=re.M)
         assert edited != text and without_comments(edited) == without_comments(text)
