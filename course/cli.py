@@ -146,7 +146,7 @@ def grade(args) -> int:
         print(f"{problem.title(lang)} — {relpath(impl)} · {device}", flush=True)
 
         def on_result(result):
-            lines = collapser.render(result, result.info)
+            lines = collapser.render(result, result.info) if result.status != "not_run" else []
             if lines:
                 print("\n".join(lines), flush=True)
 
@@ -156,13 +156,19 @@ def grade(args) -> int:
             print("\n".join(report.render_import_error(run.import_error, relpath(impl), lang, args.verbose)))
             failed.append(pick(lang, "导入失败", "import failed"))
             break
+        if run.timed_out:                                # the checks after a time-out were not run: one line
+            print(report.not_run_line(run.timed_out, [r.id for r in run.results if r.status == "not_run"], lang))
         passed += run.passed
         both = not args.device and run.cuda                      # cpu and cuda: say which device failed
         failed += [(r.info.title(lang) if r.info else r.id) + (f" [{device}]" if both else "")
                    for r in run.results if not r.passed]
         first = first or next((r for r in run.results if not r.passed), None)
         if device == "cpu" and not args.device and run.cuda:
-            devices.append("cuda")                       # the worker's torch sees a GPU: grade there too
+            if run.timed_out:                            # the grade stops at the first time-out, cuda included
+                print(pick(lang, f"cuda：没有运行（文件在 cpu 上的 {run.timed_out} 中超时）",
+                           f"cuda: not run (the file timed out in {run.timed_out} on the cpu)"))
+            else:
+                devices.append("cuda")                   # the worker's torch sees a GPU: grade there too
     if tail := collapser.tail():
         print("\n".join(tail))
     if not args.device and not run.cuda:
