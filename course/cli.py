@@ -139,7 +139,7 @@ def grade(args) -> int:
     ids = select(problem.checks, args.only or ([",".join(problem.step_checks(args.step))] if args.step else None))
     devices = [args.device or "cpu"]
     color = report.use_color()
-    lang, passed, total, failed, first = args.lang, 0, 0, [], None
+    lang, passed, total, failed, first, printed = args.lang, 0, 0, [], None, 0
     collapser = report.Collapser(lang, args.verbose, color)
     while devices:
         device = devices.pop(0)
@@ -159,6 +159,7 @@ def grade(args) -> int:
         if run.timed_out:                                # the checks after a time-out were not run: one line
             print(report.not_run_line(run.timed_out, [r.id for r in run.results if r.status == "not_run"], lang))
         passed += run.passed
+        printed += sum(r.output_lines for r in run.results)
         both = not args.device and run.cuda                      # cpu and cuda: say which device failed
         failed += [(r.info.title(lang) if r.info else r.id) + (f" [{device}]" if both else "")
                    for r in run.results if not r.passed]
@@ -173,6 +174,8 @@ def grade(args) -> int:
         print("\n".join(tail))
     if not args.device and not run.cuda:
         print(pick(lang, "cuda：跳过（torch 没有看到 GPU）", "cuda: skipped (torch sees no GPU)"))
+    if printed and not args.verbose:
+        print(report.printed_line(printed, lang))
     print("\n".join(report.summary(passed, total, failed, lang, color)))
     partial = args.only or args.step
     if impl == problem.path("stub") and not partial:            # a partial grade is not the problem's grade

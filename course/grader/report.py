@@ -73,9 +73,6 @@ def failure_block(result, check, lang: str, verbose: bool) -> list:
     hint = hint_of(result, check)
     if hint and result.status not in ("missing", "skip"):
         lines.append(hint_line(hint, lang))
-    if result.output_lines:
-        lines.append(pick(lang, f"（你的代码打印了 {result.output_lines} 行，-v 可查看）",
-                          f"(your code printed {result.output_lines} lines; -v shows them)"))
     if verbose:
         if result.output_text:
             lines += ["--- output ---", *result.output_text.rstrip().splitlines()[-30:]]
@@ -137,6 +134,12 @@ def not_run_line(timed_out: str, ids: list, lang: str) -> str:
     return clip(pick(lang, f"  ✗ 没有运行：文件在 {timed_out} 中超时（{len(ids)} 项）：{', '.join(ids)}",
                      f"  ✗ not run: the file timed out in {timed_out} ({len(ids)} check{'s' * (len(ids) > 1)}): "
                      f"{', '.join(ids)}"))
+
+
+def printed_line(lines: int, lang: str) -> str:
+    """One line for what the learner's file printed during the checks (each check's output is kept for -v)."""
+    return pick(lang, f"你的文件在检查中打印了 {lines} 行；-v 可查看",
+                f"your file printed {lines} line{'s' * (lines != 1)} during the checks; -v shows them")
 
 
 def next_line(result, check, lang: str) -> str:

@@ -65,14 +65,6 @@ def test_a_missing_function_or_method_is_named():
     assert code == 1 and "MISSING METHOD Sampler.free in tests/self/hostile/missing_method.py" in out and "✓ I3" in out
 
 
-def test_learner_output_is_captured_and_shown_only_with_v():
-    args = ("p08", "--impl", str(HOSTILE / "prints_a_lot.py"), "--lang", "en", "--only", "E1.greedy,I1")
-    code, out, err = check_sh(*args)
-    assert code == 0 and "LEARNER-NOISE" not in out + err and "2/2 checks passed" in out
-    code, out, _ = check_sh(*args, "-v")
-    assert "LEARNER-NOISE" in out
-
-
 def test_wrong_return_types_are_reported_per_check():
     code, out, err = check_sh("p08", "--impl", str(HOSTILE / "wrong_returns.py"), "--lang", "en")
     assert code == 1 and f"0/{P08_CHECKS} checks passed" in out and "Traceback" not in out + err
