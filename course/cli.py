@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import signal
 import sys
@@ -176,6 +177,8 @@ def grade(args) -> int:
         print(pick(lang, "cuda：跳过（torch 没有看到 GPU）", "cuda: skipped (torch sees no GPU)"))
     if printed and not args.verbose:
         print(report.printed_line(printed, lang))
+    if found := cpu_only_generators(impl):
+        print(generator_warning(relpath(impl), found, lang))
     print("\n".join(report.summary(passed, total, failed, lang, color)))
     partial = args.only or args.step
     if impl == problem.path("stub") and not partial:            # a partial grade is not the problem's grade
@@ -191,6 +194,34 @@ def grade(args) -> int:
     elif failed:
         print(pick(lang, "下一步：先修好上面的导入错误", "next: fix the import error above"))
     return 1
+
+
+def cpu_only_generators(path) -> list:
+    """The lines of `path` that create a torch.Generator with no device (torch.Generator() or Generator(), no
+    positional argument, no device= and no **kwargs): such a generator is a CPU one, and drawing with it from a
+    tensor on a GPU fails. Read from the source (ast), so a file that does not parse has none."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        named = ((isinstance(func, ast.Attribute) and func.attr == "Generator" and isinstance(func.value, ast.Name)
+                  and func.value.id == "torch") or (isinstance(func, ast.Name) and func.id == "Generator"))
+        if named and not node.args and not any(k.arg in ("device", None) for k in node.keywords):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def generator_warning(shown: str, lines: list, lang: str) -> str:
+    where = ", ".join(f"{shown}:{n}" for n in lines)
+    return pick(lang, f"注意：{where} 创建 torch.Generator() 时没有给 device=：在 CPU 上能通过，在 GPU 上会出错"
+                      f"（用 torch.Generator(device=logits.device)）",
+                f"warning: {where} creates torch.Generator() without device=: it passes on the CPU but fails on a "
+                f"GPU (use torch.Generator(device=logits.device))")
 
 
 def python_command() -> str:
