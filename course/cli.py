@@ -29,8 +29,8 @@ OPTIONS = (
     ("--lang zh|en", "这条命令的语言（默认：./check.sh lang 设定的，否则 zh）",
      "the language of this command (default: the one ./check.sh lang set, else zh)"),
     ("-v, --verbose", "同时显示你的代码打印的内容和 traceback", "also show your code's printed output and tracebacks"),
-    ("--watch", "每次保存文件就重新评分（h：下一级提示；Ctrl-C 退出）",
-     "re-grade every time you save the file (h: the next hint level; Ctrl-C to quit)"),
+    ("--watch", "每次保存文件就重新评分（h：下一级提示，L3 先问 y/N；Ctrl-C 退出）",
+     "re-grade every time you save the file (h: the next hint level, L3 asks y/N first; Ctrl-C to quit)"),
     ("--hint [N]", "显示第 N 级提示（1..3；不写 N：下一个没看过的）",
      "print hint level N (1..3; without N: the next one not seen yet)"),
     ("--yes", "和 --hint 3 一起用：不问，直接显示", "with --hint 3: show it without asking"),
@@ -96,6 +96,7 @@ def help_text(lang: str, problem: str | None = None) -> str:
                 f"{pick(lang, zh, en).format(**fill)}" for name, zh, en in COMMAND_HELP]
     out.append(pick(lang, f"评分选项（写在 {problem or '题目名'} 后面）：", f"options (after {problem or 'PROBLEM'}):"))
     out += [f"  {flags:<20} {pick(lang, zh, en).format(**fill)}" for flags, zh, en in OPTIONS]
+    out.append(pick(lang, *hints.L3_RULE))
     return "\n".join(out)
 
 
@@ -198,15 +199,19 @@ def parse(argv):
 
 
 def show_hint(args) -> int:
+    """--hint [N]. L3 (the answers) follows hints.L3_RULE: on a terminal it asks first unless --yes; without a
+    terminal it needs --yes (a one-line note, exit 1)."""
     seen = state.problem_state(args.problem).get("hints_seen", [])
     available = hints.levels(args.problem)
     if not available:
         raise UsageError(f"{args.problem} 还没有提示", f"{args.problem} has no hints yet", args.problem)
     level = args.hint or hints.next_level(seen, available)
-    if level == 3 and not {1, 2} <= set(seen) and not args.yes and sys.stdin.isatty():
-        answer = input(pick(args.lang, "L3 是答案级提示，你还没看过 L1/L2。确定要看吗？[y/N] ",
-                            "L3 gives the answers and you have not read L1/L2 yet. Show it anyway? [y/N] "))
-        if answer.strip().lower() not in ("y", "yes", "是"):
+    if level == hints.ANSWERS and not args.yes:
+        if not sys.stdin.isatty():
+            print(hints.needs_yes(args.problem, args.lang), file=sys.stderr)
+            return 1
+        if not ask_terminal(hints.question(args.lang)):
+            print(hints.not_shown(args.problem, seen, args.lang))
             return 0
     print_hint(args.problem, level, args.lang)
     if level < available[-1]:
@@ -215,20 +220,33 @@ def show_hint(args) -> int:
     return 0
 
 
+def ask_terminal(question: str) -> bool:
+    """Ask on the terminal; True for y / yes / 是."""
+    try:
+        answer = input(question)
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes", "是")
+
+
 def print_hint(problem: str, level: int, lang: str) -> None:
     """Print hint level `level` of `problem` and record that it was seen."""
     print(hints.render_terminal(hints.read(problem, level, lang), color=report.use_color()), flush=True)
     state.record_hint(problem, level)
 
 
-def next_hint(problem: str, lang: str) -> None:
-    """The next hint level not yet seen (the last again once all are), as `h` shows it in --watch: levels come in
-    order there, so L3 never comes before L1 and L2 and needs no question."""
+def next_hint(problem: str, lang: str, ask=None) -> None:
+    """The next hint level not yet seen (the last again once all are), as `h` shows it in --watch: L1, L2, then L3,
+    which asks first, as --hint 3 does (ask(question) -> bool reads the answer; without it L3 is not shown)."""
     available = hints.levels(problem)
     if not available:
         print(pick(lang, f"{problem} 还没有提示", f"{problem} has no hints yet"), flush=True)
         return
-    level = hints.next_level(state.problem_state(problem).get("hints_seen", []), available)
+    seen = state.problem_state(problem).get("hints_seen", [])
+    level = hints.next_level(seen, available)
+    if level == hints.ANSWERS and not (ask and ask(hints.question(lang))):
+        print(hints.not_shown(problem, seen, lang), flush=True)
+        return
     print(pick(lang, f"—— 提示第 {level} 级（./check.sh {problem} --hint {level}）——",
                f"—— hint level {level} (./check.sh {problem} --hint {level}) ——"), flush=True)
     print_hint(problem, level, lang)
@@ -394,7 +412,7 @@ def watch(args) -> int:
         return code
 
     return watching.run(impl, relpath(impl), grade_once, args.lang, poll_s=watching.poll_seconds(),
-                        show_hint=lambda: next_hint(args.problem, args.lang))
+                        show_hint=lambda ask: next_hint(args.problem, args.lang, ask))
 
 
 def list_problems(lang: str) -> int:
