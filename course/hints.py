@@ -8,6 +8,10 @@ from course.problems import get
 
 LEVELS = (1, 2, 3)
 ANCHOR = re.compile(r'<a id="([\w-]+)"></a>\s*')
+ANSWERS = 3          # the level that gives the answers: it is shown only after a yes (L3_RULE)
+# The one rule for L3, said the same way by ./check.sh -h, README.md's check.sh section, --watch and the notebook
+L3_RULE = ("L3 是答案：先问 y/N；--yes 直接显示（没有终端时必须加）",
+           "L3 gives the answers: it asks y/N first; --yes shows it at once (needed without a terminal)")
 
 _LABELS = {  # anchor prefix -> (zh, en); the number, if any, follows
     "q": ("关键问题", "key question"),
@@ -87,6 +91,26 @@ def render_terminal(markdown: str, color: bool = False) -> str:
         else:
             out.append(re.sub(r"\*\*(.+?)\*\*", "\033[1m\\1\033[0m" if color else "\\1", line))
     return "\n".join(out).strip() + "\n"
+
+
+def question(lang: str) -> str:
+    """What L3 asks before it shows the answers."""
+    return pick(lang, "L3 是答案级提示（完整的代码骨架）。现在就看吗？[y/N] ",
+                "L3 gives the answers (the full skeleton). Show it anyway? [y/N] ")
+
+
+def not_shown(problem: str, seen, lang: str) -> str:
+    """The line after a 'no' to L3's question: how to see it later, or what to read first."""
+    first = pick(lang, "，或者先看 --hint 2", ", or try --hint 2 first") if 2 not in set(seen) else ""
+    return pick(lang, f"没有显示；./check.sh {problem} --hint 3 --yes 会显示它{first}",
+                f"not shown; ./check.sh {problem} --hint 3 --yes shows it{first}")
+
+
+def needs_yes(problem: str, lang: str) -> str:
+    """The note when L3 is asked for without a terminal to answer on."""
+    return pick(lang, f"L3 是答案级提示，这里没有终端可以确认：./check.sh {problem} --hint 3 --yes 会显示它",
+                f"L3 gives the answers and there is no terminal to confirm on: ./check.sh {problem} --hint 3 --yes "
+                f"shows it")
 
 
 def next_level(seen, available=LEVELS) -> int:

@@ -60,6 +60,7 @@ def failure_block(result, check, lang: str, verbose: bool) -> list:
         lines.append(pick(lang, f"超时：{result.seconds:.0f} 秒内没有结束（死循环，或者太慢？）",
                           f"timed out: did not finish within {result.seconds:.0f} s "
                           f"(an endless loop, or far too slow?)"))
+        lines.extend(result.lines)                   # where the learner's code was when it was stopped
     elif result.status == "crash":
         lines.append(pick(lang, f"进程在这项检查中退出了（{' '.join(result.lines)}）",
                           f"the process died during this check ({' '.join(result.lines)})"))
@@ -72,9 +73,6 @@ def failure_block(result, check, lang: str, verbose: bool) -> list:
     hint = hint_of(result, check)
     if hint and result.status not in ("missing", "skip"):
         lines.append(hint_line(hint, lang))
-    if result.output_lines:
-        lines.append(pick(lang, f"（你的代码打印了 {result.output_lines} 行，-v 可查看）",
-                          f"(your code printed {result.output_lines} lines; -v shows them)"))
     if verbose:
         if result.output_text:
             lines += ["--- output ---", *result.output_text.rstrip().splitlines()[-30:]]
@@ -129,6 +127,19 @@ class Collapser:
                             f"check{'s' if len(ids) > 1 else ''}:"))
             out += [f"      {line}" for line in fold(shown)]
         return out
+
+
+def not_run_line(timed_out: str, ids: list, lang: str) -> str:
+    """One line for the checks a time-out stopped: they would call the same code, so they were not run."""
+    return clip(pick(lang, f"  ✗ 没有运行：文件在 {timed_out} 中超时（{len(ids)} 项）：{', '.join(ids)}",
+                     f"  ✗ not run: the file timed out in {timed_out} ({len(ids)} check{'s' * (len(ids) > 1)}): "
+                     f"{', '.join(ids)}"))
+
+
+def printed_line(lines: int, lang: str) -> str:
+    """One line for what the learner's file printed during the checks (each check's output is kept for -v)."""
+    return pick(lang, f"你的文件在检查中打印了 {lines} 行；-v 可查看",
+                f"your file printed {lines} line{'s' * (lines != 1)} during the checks; -v shows them")
 
 
 def next_line(result, check, lang: str) -> str:

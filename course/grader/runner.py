@@ -1,13 +1,16 @@
 """Run a problem's checks against one file in a worker process, with a time limit per check.
 
-A check that hangs is killed with its worker and reported as a time-out; a worker that dies is reported
-as a crash; either way a fresh worker takes over the remaining checks.
+A check that runs past its limit is reported as a time-out, with where the learner's code was when it was stopped
+(the worker's stack, dumped by faulthandler on SIGUSR1 just before the kill); the grade stops there: the remaining
+checks would call the same code, so they are listed as not run instead of each waiting out its own limit. A worker
+that dies is reported as a crash, and a fresh worker takes over the remaining checks.
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -20,7 +23,7 @@ from course.grader.info import CheckInfo, Hint
 from course.problems import ROOT
 
 TOTAL_BUDGET_S = 240.0      # the whole run ends within a few minutes, whatever the file does
-SHORT_LIMIT_S = 8.0         # per-check limit once two checks have timed out (never above --timeout)
+DUMP_WAIT_S = 2.0           # how long a stopped check's worker may take to write its stack
 IMPORT_LIMIT_S = 15.0       # importing the learner's file (at least this, whatever the per-check limit;
 #                             COURSE_IMPORT_LIMIT_S lowers it, as the self-tests do for a file that hangs at import)
 
@@ -28,7 +31,7 @@ IMPORT_LIMIT_S = 15.0       # importing the learner's file (at least this, whate
 @dataclass
 class Result:
     id: str
-    status: str                      # pass fail error todo missing timeout crash skip import_error
+    status: str                      # pass fail error todo missing timeout crash skip not_run import_error
     lines: list = field(default_factory=list)
     where: str | None = None
     hint: list | None = None
@@ -52,6 +55,7 @@ class Run:
     import_error: Result | None = None
     catalogue: dict = field(default_factory=dict)    # check id -> CheckInfo
     cuda: bool = False                               # whether the worker's torch sees a GPU
+    timed_out: str | None = None                     # the check that timed out (the grade stopped there)
 
     @property
     def passed(self) -> int:
@@ -67,8 +71,10 @@ def _result(event: dict, seconds: float) -> Result:
 class _Worker:
     def __init__(self, problem, impl, device, lang, ids):
         self.stderr = tempfile.TemporaryFile()
+        fd, self.dump = tempfile.mkstemp(prefix="course-stack-", suffix=".txt")
+        os.close(fd)
         cmd = [sys.executable, "-m", "course.grader.worker", "--problem", problem, "--impl", str(impl),
-               "--device", device, "--lang", lang, "--checks", ",".join(ids)]
+               "--device", device, "--lang", lang, "--checks", ",".join(ids), "--dump", self.dump]
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    PYTHONDONTWRITEBYTECODE="1")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -91,6 +97,23 @@ class _Worker:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
+    def stack(self) -> str:
+        """The worker's Python stacks, as faulthandler writes them on SIGUSR1 ('' when none comes in time)."""
+        try:
+            os.kill(self.proc.pid, signal.SIGUSR1)
+        except OSError:
+            return ""
+        deadline, size, text = time.monotonic() + DUMP_WAIT_S, -1, ""
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            with contextlib.suppress(OSError):
+                with open(self.dump, encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+            if text and len(text) == size:                     # written, and no longer growing
+                break
+            size = len(text)
+        return text
+
     def kill(self) -> str:
         with contextlib.suppress(OSError):                                  # already gone
             os.killpg(self.proc.pid, signal.SIGKILL)
@@ -100,14 +123,53 @@ class _Worker:
         self.proc.stdout.close()
         self.selector.close()
         self.stderr.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.dump)
         return f"exit code {code}" + (f": {tail.strip().splitlines()[-1]}" if tail.strip() else "")
+
+
+_FRAME = re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+) in (?P<name>\S+)')
+
+
+def learner_frames(dump: str, impl) -> list:
+    """[(line, function)] of the frames in file `impl` in a faulthandler dump, innermost first: those of the first
+    thread that is inside `impl` (the one running the check, unless the learner's code started threads of its
+    own)."""
+    impl = os.path.realpath(impl)
+    for block in re.split(r"\n(?=\S)", dump):                 # one block per thread: a header, then its frames
+        frames = [(int(m["line"]), m["name"]) for m in map(_FRAME.match, block.splitlines())
+                  if m and os.path.realpath(m["file"]) == impl]
+        if frames:
+            return frames
+    return []
+
+
+def hang_site(dump: str, impl, lang: str):
+    """(lines, where) saying where the learner's code was when a check was stopped: the line it was running and
+    the function, and the outermost function of its file that the check had called, when that is another."""
+    import linecache
+
+    from course.lang import pick
+    from course.problems import relpath
+
+    frames = learner_frames(dump, impl)
+    if not frames:
+        return [], None
+    (line, name), (_, outer) = frames[0], frames[-1]
+    code = linecache.getline(str(impl), line).strip()
+    if name == "<module>":
+        text = pick(lang, "被停下时它正在模块顶层", "when stopped it was at module level")
+    else:
+        text = pick(lang, f"被停下时它正在 {name}() 里" + (f"（由 {outer}() 调用）" if outer != name else ""),
+                    f"when stopped it was in {name}()" + (f" (called from {outer}())" if outer != name else ""))
+    return [text + (pick(lang, f"：{code}", f": {code}") if code else "")], f"{relpath(impl)}:{line}"
 
 
 def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | None = None,
           on_result=None) -> Run:
     """Run the checks `ids` of `problem` (a Problem) on file `impl`; on_result(Result) is called as each ends."""
     limit = timeout_s or problem.timeout_s
-    pending, results, timeouts = list(ids), [], 0
+    pending, results = list(ids), []
     started = time.monotonic()
     run = Run(problem.name, str(impl), device, results)
 
@@ -123,7 +185,7 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
         current, t0 = None, time.monotonic()
         while True:
             budget_left = TOTAL_BUDGET_S - (time.monotonic() - started)
-            wait = min(limit if timeouts < 2 else min(limit, SHORT_LIMIT_S), max(budget_left, 0.1))
+            wait = min(limit, max(budget_left, 0.1))
             if current is None:
                 wait = max(wait, 60.0)   # starting python + torch is not the learner's time
             elif current == "__import__":
@@ -134,16 +196,23 @@ def grade(problem, impl, device: str, lang: str, ids: list, timeout_s: float | N
                 worker.kill()
                 raise
             if event is None or event.get("event") == "eof":
+                stack = worker.stack() if event is None and current is not None else ""
                 why = worker.kill()
                 status = "timeout" if event is None else "crash"
+                lines, where = hang_site(stack, impl, lang) if stack else ([], None)
                 if not imported:
-                    run.import_error = Result("__import__", status, [] if event is None else [why])
+                    run.import_error = Result("__import__", status, lines if event is None else [why], where)
                     return run
                 current = current if current not in (None, "__import__") else pending[0]
-                timeouts += status == "timeout"
-                record(Result(current, status, [] if event is None else [why], seconds=time.monotonic() - t0))
+                record(Result(current, status, lines if event is None else [why], where,
+                              seconds=time.monotonic() - t0))
                 pending.remove(current)
-                if time.monotonic() - started > TOTAL_BUDGET_S:
+                if status == "timeout":                 # the rest would call the same code: stop here
+                    run.timed_out = current
+                    for rest in pending:
+                        record(Result(rest, "not_run", [current]))
+                    pending = []
+                elif time.monotonic() - started > TOTAL_BUDGET_S:
                     for rest in pending:
                         record(Result(rest, "skip", ["time budget used up"]))
                     pending = []

@@ -6,8 +6,8 @@ nothing). Between polls the process sleeps. The screen is cleared before each re
 terminal (no escape codes in a pipe or a log). Ctrl-C ends it with a clean line and exit status 130.
 
 Keys: when stdin is a terminal, it is read a key at a time without blocking while the file is watched (cbreak mode,
-restored on exit), and `h` shows the next hint level without leaving watch. When stdin is not a terminal (a pipe,
-/dev/null, a test) nothing reads it.
+restored on exit), and `h` shows the next hint level without leaving watch: L1, L2, then L3, which asks y/N first
+(course.hints.L3_RULE). When stdin is not a terminal (a pipe, /dev/null, a test) nothing reads it.
 """
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ class Keys:
         except (AttributeError, ValueError, OSError):      # closed, or no file descriptor at all
             self.fd = None
         self.saved = None
+        self.pending = ""          # keys read but not handled yet (e.g. the answer typed right after h)
 
     @property
     def active(self) -> bool:
@@ -86,6 +87,13 @@ class Keys:
             self.fd = None
         return data.decode("utf-8", "ignore")
 
+    def next_key(self) -> str:
+        """The next key: one already read, else wait for one ('' when there is no terminal to read)."""
+        while not self.pending and self.fd is not None:
+            self.pending = self.wait(3600)
+        key, self.pending = self.pending[:1], self.pending[1:]
+        return key
+
 
 def wait_for_change(path: Path, last, poll_s: float = POLL_S, sleep=time.sleep, keys=None, on_key=None):
     """Sleep-poll the file's (mtime, size); when they change, return the new fingerprint if the content
@@ -94,7 +102,9 @@ def wait_for_change(path: Path, last, poll_s: float = POLL_S, sleep=time.sleep, 
     stat_seen = last[:2] if last else None
     while True:
         if keys is not None and keys.active:
-            for key in keys.wait(poll_s, sleep):
+            keys.pending += keys.wait(poll_s, sleep)
+            while keys.pending:
+                key, keys.pending = keys.pending[0], keys.pending[1:]
                 if on_key:
                     on_key(key)
         else:
@@ -124,8 +134,9 @@ def banner(shown: str, lang: str, hint_key: bool = False) -> str:
 def run(path: Path, shown: str, grade_once, lang: str, poll_s: float = POLL_S, max_rounds: int | None = None,
         stream=None, show_hint=None, keys=None) -> int:
     """Grade with grade_once() -> exit code (its report ends with its own next: line) now and after every save of
-    `path`. show_hint() prints the next hint level: `h` on a terminal's stdin (keys, a Keys; by default sys.stdin's)
-    calls it between two gradings. Returns the last exit code after max_rounds gradings (tests), 130 on Ctrl-C."""
+    `path`. show_hint(ask) prints the next hint level: `h` on a terminal's stdin (keys, a Keys; by default sys.stdin's)
+    calls it between two gradings, and ask(question) -> bool puts a y/N question (before L3) and reads one key.
+    Returns the last exit code after max_rounds gradings (tests), 130 on Ctrl-C."""
     stream = stream or sys.stdout
     keys = keys if keys is not None else Keys()
     with keys:
@@ -136,10 +147,16 @@ def _watch(path, shown, grade_once, lang, poll_s, max_rounds, stream, show_hint,
     tty = stream.isatty()
     hint_key = show_hint is not None and keys.active
 
+    def ask(question: str) -> bool:
+        print(question, end="", file=stream, flush=True)
+        key = keys.next_key()
+        print(key if key.isprintable() else "", file=stream, flush=True)
+        return key.lower() == "y"
+
     def on_key(key):
         if key.lower() == "h" and hint_key:
             print(file=stream, flush=True)
-            show_hint()
+            show_hint(ask)
             print(pick(lang, f"[{time.strftime('%H:%M:%S')}] 继续监视 {shown}（h：下一级提示）……",
                        f"[{time.strftime('%H:%M:%S')}] still watching {shown} (h: the next hint level)..."),
                   file=stream, flush=True)

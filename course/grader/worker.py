@@ -2,6 +2,8 @@
 
 Results go to the parent as JSON lines on the original stdout; whatever the learner's code prints is
 captured per check (fd-level, so C extensions are caught too) and never mixed into the report.
+When the runner stops a check that ran past its time limit, it first sends SIGUSR1: faulthandler writes every
+thread's Python stack to the file given by --dump, so the report can say where the learner's code was.
 Run by course.grader.runner, not by hand.
 """
 from __future__ import annotations
@@ -11,6 +13,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 import traceback
@@ -184,7 +187,12 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--lang", default="zh")
     parser.add_argument("--checks", default="")
+    parser.add_argument("--dump", help="a file for the stack dump that SIGUSR1 asks for (a check past its limit)")
     args = parser.parse_args(argv)
+    if args.dump:
+        import faulthandler
+        dump = open(args.dump, "w", encoding="utf-8")      # open until the worker ends
+        faulthandler.register(signal.SIGUSR1, file=dump, all_threads=True)
     channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
 
     def emit(event: dict) -> None:

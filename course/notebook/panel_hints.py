@@ -1,4 +1,5 @@
-"""Hint buttons for a notebook: L1/L2 show at once; L3 (the answers) asks first, as ./check.sh --hint 3 does."""
+"""Hint buttons for a notebook: L1/L2 show at once; L3 (the answers) asks first, as ./check.sh --hint 3 does
+(course.hints.L3_RULE), in the same words."""
 import ipywidgets as W
 
 from course import hints, state
@@ -33,9 +34,8 @@ def hint_buttons(problem="p08", lang="zh"):
 
     def ask():
         box._p08_state["asked"] = True
-        box._p08_state["text"] = pick(lang, "**L3 是答案级提示**（完整答案与代码骨架）。先试试 L1、L2？确定要看就点右边的按钮。",
-                                      "**L3 gives the answers** (full solution skeleton). Tried L1 and L2 first? "
-                                      "Click the button on the right to show it.")
+        question = hints.question(lang).replace("[y/N]", "").strip()      # the words ./check.sh --hint 3 asks with
+        box._p08_state["text"] = f"**{question}** " + pick(lang, "右边的按钮会显示它。", "The button on the right shows it.")
         show(box._p08_state["text"])
         confirm.layout.display = None
 

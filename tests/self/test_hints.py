@@ -103,7 +103,7 @@ def test_hint_cli_reveals_levels_in_order_and_records_them(tmp_path):
     assert code == 0 and "key question" in out.lower() and "<a id" not in out and "--hint 2" in out
     code, out, _ = check_sh("p08", "--hint", "--lang", "en", state=state)
     assert code == 0 and hints.render_terminal(hints.read("p08", 2, "en")).strip() in out
-    code, out, _ = check_sh("p08-fast", "--hint", "3", state=state)          # stdin is not a terminal: no question
+    code, out, _ = check_sh("p08-fast", "--hint", "3", "--yes", state=state)   # no terminal to ask on: --yes
     assert code == 0 and "____" in out
     code, out, _ = check_sh("list", "--lang", "en", state=state)
     assert "hints seen [1, 2]" in out and "hints seen [3]" in out

@@ -57,7 +57,7 @@ def test_check_sh_grades_hints_lists_and_filters_the_toy(tmp_path):
     assert code == 0 and "1/1 项检查通过" in out and "C1" not in out, out
     code, out, _ = toy_sh("toy", "--hint", "1", "--lang", "en", state=state)
     assert code == 0 and "What should a value below low become?" in out and "--hint 2" not in out, out
-    code, _, err = toy_sh("toy", "--hint", "2", state=state)
+    code, _, err = toy_sh("toy", "--hint", "2", "--lang", "en", state=state)
     assert code == 2 and "--hint takes 1 for toy" in err, err
     code, out, _ = toy_sh("list", "--lang", "en", state=state)
     assert code == 0 and "toy" in out and "last 0/2" in out and "hints seen [1]" in out and "p08" not in out, out

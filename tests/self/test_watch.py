@@ -131,8 +131,9 @@ def test_keys_on_a_stdin_that_is_not_a_terminal_read_nothing_and_never_fail():
 
 
 def test_h_in_watch_shows_the_next_hint_level_and_watching_goes_on(tmp_path):
-    """On a terminal (stdin a pty), `h` prints L1, then L2, records them as seen, and the watch goes on: a save still
-    re-grades, Ctrl-C still ends it with 130, and the terminal's line mode is back afterwards."""
+    """On a terminal (stdin a pty), `h` prints L1, then L2, records them as seen, then asks before L3 (a no leaves it
+    unseen, a yes shows it), and the watch goes on: a save still re-grades, Ctrl-C still ends it with 130, and the
+    terminal's line mode is back afterwards."""
     import pty
     import termios
 
@@ -158,6 +159,14 @@ def test_h_in_watch_shows_the_next_hint_level_and_watching_goes_on(tmp_path):
         os.write(leader, b"xh")                                      # another key does nothing; h: level 2
         assert _read_until(proc, sel, out, "still watching", 2, deadline), out[0]
         assert "hint level 2" in out[0] and json.loads(state.read_text())["p08"]["hints_seen"] == [1, 2]
+        os.write(leader, b"h")                                       # L3 asks first (course.hints.L3_RULE)
+        assert _read_until(proc, sel, out, "Show it anyway? [y/N]", 1, deadline), out[0]
+        os.write(leader, b"n")
+        assert _read_until(proc, sel, out, "still watching", 3, deadline), out[0]
+        assert "not shown; ./check.sh p08 --hint 3 --yes shows it" in out[0] and "hint level 3" not in out[0]
+        os.write(leader, b"hy")                                      # typed at once: the answer is not lost
+        assert _read_until(proc, sel, out, "still watching", 4, deadline), out[0]
+        assert "hint level 3" in out[0] and json.loads(state.read_text())["p08"]["hints_seen"] == [1, 2, 3]
         impl.write_text(p08.path("solution").read_text(encoding="utf-8"), encoding="utf-8")
         assert _read_until(proc, sel, out, "checks passed", 2, deadline), out[0]
         assert "1/1" in out[0].split("watching")[-1]
