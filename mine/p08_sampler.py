@@ -38,7 +38,8 @@ def apply_top_p(logits, top_p):
     """Keep the most probable tokens until their probability mass reaches top_p; the others become -inf.
 
     logits [V] (may already hold -inf) · returns a NEW [V]. top_p == 1 means "off" (an unchanged copy).
-    The token whose probability carries the mass past top_p is kept, and the most probable token always
+    A token's mass before is the sum of the probabilities ranked above it; a token goes once its mass before
+    reaches top_p, so the one that carries the mass past top_p is kept, and the most probable token always
     is. Where equal logits straddle the cut, which of them stay is yours to choose (p08-fast pins it: lower id
     first). How: hints L2 (./check.sh p08 --hint 2).
     """

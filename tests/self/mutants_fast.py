@@ -17,7 +17,7 @@ P08_FAST = [
            "a window part draws with torch.multinomial on the global RNG, not with its rows' uniforms",
            phrase="follows torch's global random state", wrong="the randomness a seeded row consumes per step depends on K or B"),
     Mutant("draw_reads_the_first_rows_u", "F4",
-           (("u_rows = knobs[:, 3:] if len(rows) == len(params) else knobs.index_select(0, rows)[:, 3:]", "u = knobs[:len(rows), 3:]"),),
+           (("u_rows = knobs[:, 3:] if len(rows) == len(params) else knobs.index_select(0, rows)[:, 3:]", "u_rows = knobs[:len(rows), 3:]"),),
            "a window part draws with the first rows' uniforms, not its own rows'", phrase="it reads another row's u",
            wrong="the randomness a seeded row consumes per step depends on K or B"),
     Mutant("exact_route_draws_unfiltered", "F6", (("k[:, 2:3],", "k[:, 2:3] if not draw else torch.full_like(k[:, 2:3], INF),"),),
