@@ -12,6 +12,7 @@ rows a window cannot settle, the scatter to [B, V]; it calls your functions thro
   5  streams, draw    one uniform per row from its own stream              §5
 Grade: ./check.sh p08-fast (one step: --step 1; --watch re-grades on save). Stuck: ./check.sh p08-fast --hint 1.
 """
+import torch  # noqa: F401  (your steps use it)
 
 from course.fast_batch import (CHUNK, INF, WINDOW, WINDOW_K, Routes, Steps, cumulative, filtered_batch,  # noqa: F401
                                first_true, penalized_fp32, prefix_sum, sample_batch)

@@ -94,7 +94,7 @@ def test_grading_p08_fast_every_check_and_failure_points_at_p08_fasts_hints(tmp_
     events = []
     run_worker("p08-fast", str(mutate("p08-fast", mutant, tmp_path)), "cpu", "en", ["I3.edges"], events.append)
     failed = next(e for e in events if e["event"] == "end" and e["id"] == "I3.edges")
-    assert failed["status"] == "fail" and failed["hint"] == ["p08-fast", 2, "s2"], failed
+    assert failed["status"] == "fail" and failed["hint"] == ["p08-fast", 2, "s1"], failed
 
 
 def test_hint_cli_reveals_levels_in_order_and_records_them(tmp_path):
