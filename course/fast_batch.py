@@ -137,8 +137,8 @@ def windows(steps, x, params, routes, knobs, order):
         row_mass = None
         if name == "top_p":                                                      # [n, 1] top-p's 100 %: all of V
             z_all = xs if all(params[i].temperature == 1 for i in members) else xs / temp  # x / 1 is x
-            weighed = row_weights(z_all, z[:, :1])                               # [n, V] e and its int64 units
-            row_mass = steps.row_total(weighed[0])                               # [n, 1]
+            weighed = row_weights(z_all, z[:, :1], with_units=False)             # ([n, V] e, None): the exact
+            row_mass = steps.row_total(weighed[0])                               # route makes units if it needs
         complete = name == "top_p" and width == vocab                            # top-k rows: each row's own rule
         e, cs, total, certain = steps.filter_window(z, top_k, top_p, row_mass, complete)
         parts.append((rows, e, cs, total, ids))
@@ -156,7 +156,7 @@ def windows(steps, x, params, routes, knobs, order):
         exact = torch.cat(listed) if len(listed) > 1 else listed[0] if listed else exact  # [m]
         pick = unsure[-1]
         if routes.top_p and not routes.exact and pick is not None and all(q is None for q in unsure[:-1]):
-            weights = weighed if len(pick) == len(routes.top_p) else tuple(t[pick] for t in weighed)
+            weights = weighed if len(pick) == len(routes.top_p) else (weighed[0][pick], None)
     return parts, exact, weights
 
 

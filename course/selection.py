@@ -18,7 +18,7 @@ BUCKET_SHIFT = 16    # a bucket: the float bits of a weight without the low 16 (
 N_BUCKETS = (0x3F800000 >> BUCKET_SHIFT) + 1    # weights lie in [0, 1]; 0x3F800000 is the bits of 1.0
 
 
-def row_weights(z, top=None, out=None):
+def row_weights(z, top=None, out=None, with_units=True):
     """z [n, V] -> e = exp(z - max) [n, V] in [0, 1] and units [n, V] int64 = floor(e * 2**(62 - V.bit_length())):
     fixed-point weights whose int64 sums are exact (< 2**62) in any order, so a row's total is the same in any batch.
 
@@ -32,8 +32,15 @@ def row_weights(z, top=None, out=None):
             z.shape, dtype=torch.long, device=z.device), torch.empty_like(z))
     e, units, scratch = out
     torch.sub(z, z.amax(-1, keepdim=True) if top is None else top, out=e).exp_()  # [n, V] in [0, 1], max -> 1
-    units.copy_(torch.mul(e, 2.0 ** (62 - e.shape[-1].bit_length()), out=scratch))  # [n, V] floor: fixed point
-    return e, units
+    if not with_units:                                                           # e alone (for a caller
+        return e, None                                                           # that sums e its own way)
+    return e, fixed_point(e, out[1:])
+
+
+def fixed_point(e, out=None):
+    """e [n, V] in [0, 1] -> units [n, V] int64 = floor(e * 2**(62 - V.bit_length())), into out (units, scratch fp32)."""
+    units, scratch = out if out is not None else (torch.empty(e.shape, dtype=torch.long, device=e.device), None)
+    return units.copy_(torch.mul(e, 2.0 ** (62 - e.shape[-1].bit_length()), out=scratch))  # [n, V] floor
 
 
 def weights_and_buckets(z, out=None):
@@ -171,6 +178,8 @@ def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False, w
         e, bucket, units = weights_and_buckets(z, _work(n, vocab, dev))          # [n, V] each
     else:
         (e, units), work = weights, _work(n, vocab, dev)
+        if units is None:                                                        # the caller weighed e only
+            units = fixed_point(e, (work[2], work[3]) if work else None)
         bucket = torch.bitwise_right_shift(e.view(torch.int32), BUCKET_SHIFT, out=work[1] if work else None)
     if small:
         z_s, order = torch.sort(z, dim=-1, descending=True, stable=True)         # [n, V]
