@@ -38,7 +38,7 @@ def row_weights(z, top=None, out=None, with_units=True):
 
 
 def fixed_point(e, out=None):
-    """e [n, V] in [0, 1] -> units [n, V] int64 = floor(e * 2**(62 - V.bit_length())), into out (units, scratch fp32)."""
+    """e [n, V] in [0, 1] -> units [n, V] int64 = floor(e * 2**(62 - V.bit_length())), into out (units, scratch)."""
     units, scratch = out if out is not None else (torch.empty(e.shape, dtype=torch.long, device=e.device), None)
     return units.copy_(torch.mul(e, 2.0 ** (62 - e.shape[-1].bit_length()), out=scratch))  # [n, V] floor
 
