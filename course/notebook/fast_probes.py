@@ -9,6 +9,7 @@ import struct
 from contextlib import contextmanager
 
 import torch
+from matplotlib.ticker import MaxNLocator
 
 from course import fast_batch
 from course.fast_batch import WINDOW_K, Routes
@@ -159,7 +160,9 @@ class StepsSampler:
 # ---- one picture per idea: how far the row moved, naive vs fixed ---------------------------------------------
 def draw_moves(labels, naive, fixed, lang, unit, title):
     """Two bars per probe item: |batch - alone| for the naive version and for the step as written (0: it did not
-    move). labels: item names; naive, fixed: numbers; unit, title: (zh, en) pairs. Returns the Figure."""
+    move). labels: item names, each a string or a (zh, en) pair; naive, fixed: numbers; unit, title: (zh, en) pairs.
+    Returns the Figure."""
+    labels = [fig_text(lang, *label) if isinstance(label, tuple) else label for label in labels]
     fig = new_figure(110 + 26 * len(labels))
     ax = fig.add_subplot()
     at = range(len(labels))
@@ -172,8 +175,10 @@ def draw_moves(labels, naive, fixed, lang, unit, title):
     ax.set_yticks(list(at), labels, fontsize=FONT_PT)
     ax.invert_yaxis()
     ax.set_xlabel(fig_text(lang, *unit), fontsize=FONT_PT)
-    ax.set_title(fig_text(lang, *title), fontsize=FONT_PT + 1)
-    ax.legend(fontsize=FONT_PT, loc="lower right")
+    ax.set_title(fig_text(lang, *title), fontsize=FONT_PT + 1, pad=22)
+    ax.legend(fontsize=FONT_PT, ncol=2, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False,
+              borderaxespad=0.2)                                                # above the bars, never on them
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(labelsize=FONT_PT)
     fig._p08_state = {"labels": list(labels), "naive": list(naive), "fixed": list(fixed)}
     return fig
