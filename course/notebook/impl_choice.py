@@ -1,15 +1,19 @@
-"""Which P08 implementation the notebook shows: the learner's mine/p08_sampler.py, or the reference while
-mine is still a stub (with one note saying so)."""
+"""Which implementation a notebook shows: for P08 the learner's mine/p08_sampler.py, or the reference while mine
+is still a stub (with one note saying so); for P08-fast each step of mine/p08_sampler_fast.py once it runs, the
+reference's meanwhile (FastImpl)."""
 from pathlib import Path
 
 import torch
 
+from course import fast_batch
 from course.bench.learner import repo_file
 from course.lang import pick
 from course.loader import load_module, relpath
 from course.notebook.text import LINE_COLUMNS, wrap
 from course.problems import get
 from course.sampling_params import SamplingParams
+from course.selection import exact_rows
+from course.streams import stream_uniform, stream_uniforms
 
 
 def unfinished(module) -> list:
@@ -80,8 +84,9 @@ def impl_label(module, lang="zh") -> str:
 
 
 # ---- p08-fast: each step from mine/p08_sampler_fast.py once it runs, else from the reference -------------------
-FAST_STEPS = ("penalized_fp32", "route", "window_topk", "canonical_window", "prefix_sum", "row_total", "filter_window",
-              "inverse_cdf", "FastSampler._parts", "FastSampler._uniforms", "FastSampler")
+FAST_STEPS = ("route", "window_topk", "canonical_window", "row_total", "filter_window", "inverse_cdf",
+              "FastSampler._uniforms", "FastSampler")
+STEP_FUNCTIONS = FAST_STEPS[:6]      # the functions the given batch code calls (course.fast_batch.Steps, in order)
 
 
 def _fast_probes(module) -> dict:
@@ -90,11 +95,6 @@ def _fast_probes(module) -> dict:
     z, ids = torch.tensor([[2.0, 1.0, 1.0, 0.0]]), torch.tensor([[0, 2, 1, 3]])       # [1, 4] a descending window
     one = lambda v, dtype=torch.float32: torch.tensor([[v]], dtype=dtype)              # noqa: E731  [1, 1]
     params = [SamplingParams(top_k=2, top_p=0.9, seed=0)]
-
-    def parts():
-        routes = module.route(params, 4)
-        knobs, order = module._upload(params, routes, [0.5], 4, "cpu")
-        return module.FastSampler()._parts(x, params, routes, knobs, order)
 
     def uniforms():
         sampler = module.FastSampler()
@@ -107,15 +107,13 @@ def _fast_probes(module) -> dict:
         sampler.filtered_probs(x, params, [[]])
         sampler.free("probe")
 
-    return {"penalized_fp32": lambda: module.penalized_fp32(x, [SamplingParams(repetition_penalty=1.5)], [[0]]),
-            "route": lambda: module.route(params, 4),
+    return {"route": lambda: module.route(params, 4),
             "window_topk": lambda: module.window_topk(x, 2),
             "canonical_window": lambda: module.canonical_window(z, ids),
-            "prefix_sum": lambda: module.prefix_sum(z),
             "row_total": lambda: module.row_total(torch.exp(x - 2.0)),
             "filter_window": lambda: module.filter_window(z, one(2, torch.long), one(0.9), None, False),
             "inverse_cdf": lambda: module.inverse_cdf(z.cumsum(-1), one(6.0), one(0.5, torch.float64), z),
-            "FastSampler._parts": parts, "FastSampler._uniforms": uniforms, "FastSampler": whole}
+            "FastSampler._uniforms": uniforms, "FastSampler": whole}
 
 
 def _runs(call) -> bool:
@@ -133,8 +131,10 @@ class FastImpl:
 
     Each step comes from the learner's mine/p08_sampler_fast.py once it runs (a bug included: it shows), else from
     the reference. `fast.label("window_topk", ...)` says whose code a cell ran; `fast.note` says it for every step.
-    The given code (constants, `_upload`, the exact route) and the FastSampler methods are taken the same way:
-    `fast.sampler("FastSampler._parts")` is an instance of the class whose `_parts` runs.
+    `fast.steps()` is the Steps tuple the given batch code (course/fast_batch.py) calls, one chosen function per
+    step, so `fast_batch.filtered_batch(fast.steps(), ...)` runs the learner's finished steps beside the
+    reference's stand-ins. The given code (constants, the penalty, the upload, the windows, the exact route, the
+    streams) is the same for both files and comes from its own modules.
     """
 
     def __init__(self, use_reference=False, lang="zh", mine_path=None):
@@ -150,11 +150,17 @@ class FastImpl:
         probes = _fast_probes(self.mine) if self.mine is not None else {}
         self.source = {step: self.mine if step in probes and _runs(probes[step]) else self.reference
                        for step in FAST_STEPS}
-        for step in FAST_STEPS[:8]:
+        for step in STEP_FUNCTIONS:
             setattr(self, step, getattr(self.source[step], step))
         self.FastSampler = self.source["FastSampler"].FastSampler
-        for name in ("WINDOW", "WINDOW_K", "CHUNK", "Routes", "_upload", "_prefix", "exact_rows", "stream_uniform"):
-            setattr(self, name, getattr(self.reference, name))              # given code: the same in both files
+        for name in ("WINDOW", "WINDOW_K", "CHUNK", "Routes", "Steps", "penalized_fp32", "upload", "windows",
+                     "cumulative", "prefix_sum", "first_true", "filtered_batch", "sample_batch"):
+            setattr(self, name, getattr(fast_batch, name))                   # given code: course/fast_batch.py
+        self.exact_rows, self.stream_uniform, self.stream_uniforms = exact_rows, stream_uniform, stream_uniforms
+
+    def steps(self):
+        """The Steps tuple (course.fast_batch.Steps) of the chosen functions: the learner's where they run."""
+        return fast_batch.Steps(*(getattr(self, step) for step in STEP_FUNCTIONS))
 
     def sampler(self, step="FastSampler"):
         """A fresh instance of the FastSampler class whose `step` runs (mine's once it does)."""

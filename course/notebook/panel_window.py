@@ -2,8 +2,8 @@
 window is certain (judged by the row alone) or the row takes the exact route.
 
 The numbers come from the fast path's own step functions (course.notebook.impl_choice.FastImpl: the learner's
-mine/p08_sampler_fast.py once a step runs, else the reference), the way FastSampler._parts calls them:
-route -> window_topk(x, W) with W = top_k + 1 (a top-k row) or WINDOW (a top-p-only row) -> canonical_window on
+mine/p08_sampler_fast.py once a step runs, else the reference), the way the given course/fast_batch.py calls
+them: route -> window_topk(x, W) with W = top_k + 1 (a top-k row) or WINDOW (a top-p-only row) -> canonical_window on
 window / temperature -> filter_window -> certain? An uncertain row, and a row with top_k > WINDOW_K, take the
 exact route (course/selection.py, given code). Only the picture's ranking is a plain sort.
 build_window_panel() -> (widgets, figure); fig._p08_state holds the numbers the picture shows.

@@ -6,7 +6,8 @@ a bucket's upper edge is 2**(1/128) times its lower one. The weights are int64 f
 V.bit_length()))), so a bucket's sum is exact in any order and in any batch. Walking down from the top bucket,
 the mass reaches top_p inside one bucket, the crossing bucket: the buckets above it are kept whole, those below
 dropped whole, and only the crossing bucket's tokens are ordered (z descending, equal z by id).
-top_p_buckets gives one row's numbers (the hints' picture); bucket_select and draw_buckets are the notebook's §7.
+top_p_buckets gives one row's numbers (the hints' picture); bucket_select and draw_buckets give the numbers and the
+picture for any row (the fast-path notebook no longer walks through the given exact route).
 """
 import torch
 from matplotlib.patches import Patch

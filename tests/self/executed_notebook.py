@@ -26,9 +26,9 @@ def assert_ran_cleanly(notebook, nb, roots=(ROOT,)):
     assert not wide, f"lines wider than the page at a 1024 px window ({text.LINE_COLUMNS} columns): {wide}"
     printed = "\n".join(lines)
     if notebook.startswith("p08-fast"):                                # says whose code ran: the stub's steps
-        assert ("is still a stub" in printed and "code: penalized_fp32 from solutions/p08_sampler_fast.py" in printed) \
+        assert ("is still a stub" in printed and "code: route from solutions/p08_sampler_fast.py" in printed) \
             if notebook.endswith("en") else \
-            ("还是桩代码" in printed and "代码：penalized_fp32 来自 solutions/p08_sampler_fast.py" in printed)
+            ("还是桩代码" in printed and "代码：route 来自 solutions/p08_sampler_fast.py" in printed)
         # the prose on the blog's clamp_min says "about 50 in every million draws": what the cell computes
         draws = re.findall(r"(?:in 1,000,000 steps: about|1,000,000 步里预计抽到被删 token：约) (\d+)", printed)
         assert len(draws) == 1 and 40 <= int(draws[0]) <= 60, draws

@@ -72,27 +72,52 @@ def test_notebook_has_a_section_per_stub_step(problem):
             assert step in headings, f"{path.name}: no '## §{step} ' section"
 
 
-FAST_SECTIONS = {"1": ["penalized_fp32"], "2": ["route"], "3": ["window_topk", "canonical_window"],
-                 "4a": ["prefix_sum", "row_total"], "4b": ["filter_window"], "4c": ["_parts"],
-                 "5": ["filtered_probs"], "6": ["inverse_cdf", "_uniforms"], "7": ["course/selection.py"]}
+FAST_SECTIONS = {"1": ["route"], "2": ["window_topk", "canonical_window"], "3": ["row_total"], "4": ["filter_window"],
+                 "5": ["_uniforms", "free", "inverse_cdf"]}
+FAST_PROBES = {"1": ["F7"], "2": ["T2"], "3": ["T3", "F8"], "4": ["T4", "F7"], "5": ["T5", "F4"]}
+
+
+def fast_section_cells(nb) -> dict:
+    """{'1': [cell, ...], ...}: each numbered section's cells, its heading cell first, up to the next '#' or '##'
+    heading (a '###' part stays in its section)."""
+    sections, current = {}, None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and re.match(r"##? ", cell.source):
+            m = re.match(r"## §" + STEP + " ", cell.source)
+            current = m.group(1) if m else None
+        if current is not None:
+            sections.setdefault(current, []).append(cell)
+    return sections
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_fast_notebook_follows_the_stubs_steps_by_name_and_never_widens(lang):
-    """§1-§6 (§4 as §4a-§4c) are the stub's steps and carry, in their headings, the functions whose errors name that
-    step; §0 says why, §7 is the exact route, and no other section exists; no trace of the old widening window
-    (GROW, SORT_FRACTION, a full-sort fallback) in the prose, the code or the panel's module."""
+    """§1-§5 are the stub's steps and carry, in their headings, the functions whose errors name that step; §0 says
+    why, and no other numbered section exists; each step's section runs the naive version on a probe first (a cell
+    that names no code of the learner's), then the step's own functions (a cell that prints whose code ran them),
+    and names the grader checks that use its probe; no trace of the old widening window (GROW, SORT_FRACTION, a
+    full-sort fallback) in the prose, the code or the panel's module."""
     p = problems.get("p08-fast")
     nb = nbformat.read(p.path("notebook" if lang == "zh" else "notebook_en"), as_version=4)
     headings = section_headings(nb)
     assert set(headings) == set(FAST_SECTIONS) | {"0"}, sorted(headings)
-    assert set(FAST_SECTIONS) - {"7"} == stub_steps("p08-fast")
+    assert set(FAST_SECTIONS) == stub_steps("p08-fast")
     for step, names in FAST_SECTIONS.items():
         assert all(name in headings[step] for name in names), (step, headings.get(step))
     stub = p.path("stub").read_text(encoding="utf-8")
     for step, names in FAST_SECTIONS.items():                         # the section a stub's error sends one to
-        for name in names if step != "7" else []:
+        for name in names:
             assert re.search(rf'_todo\("?{step}"?, "(FastSampler\.)?{name}"\)', stub), (step, name)
+    sections = fast_section_cells(nb)
+    for step, checks in FAST_PROBES.items():
+        cells = sections[step]
+        prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+        assert all(re.search(rf"\b{check}\b", prose) for check in checks), (step, checks)
+        code = [c.source for c in cells if c.cell_type == "code"]
+        assert len(code) >= 2 and "fast.label(" not in code[0], step    # the naive version runs first, unlabelled
+        labelled = "\n".join(src for src in code[1:] if "fast.label(" in src)
+        for name in FAST_SECTIONS[step]:
+            assert name == "free" or re.search(rf'fast\.label\([^)]*"(FastSampler\.)?{name}"', labelled), (step, name)
     text = "\n".join(c.source for c in nb.cells) + (ROOT_DIR / "course/notebook/panel_window.py").read_text()
     assert not re.findall(r"(?i:widen|falls? back|full-sort fallback)|加宽|退回|GROW|SORT_FRACTION", text)
     assert "fast = cw.choose_fast_impl(USE_REFERENCE, LANG)" in text and "fast.label(" in text

@@ -1,0 +1,190 @@
+"""The fast-path notebook's probes: for each of the five ideas, a naive version and a row it moves (alone vs in its
+batch), built the way the grader's checks build theirs (tests/p08_fast: T1-T5, F4, F7, F8).
+
+Every probe runs through the given batch code (course/fast_batch.py) or calls one step function directly; the
+notebook passes in the steps it shows (`fast.steps()`: the learner's where they run, else the reference's) and, for
+the naive run, the same steps with one function swapped for its naive version.
+"""
+import struct
+from contextlib import contextmanager
+
+import torch
+from matplotlib.ticker import MaxNLocator
+
+from course import fast_batch
+from course.fast_batch import WINDOW_K, Routes
+from course.notebook.plotting import FONT_PT, KEPT_COLOR, REMOVED_COLOR, fig_text, new_figure
+from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams
+
+INF = float("inf")
+
+
+# ---- step 1: the route ----------------------------------------------------------------------------------
+def naive_route(params, vocab):
+    """The naive route: the batch's widest top_k decides. One window of the widest top_k + 1 would be too wide
+    once any row's top_k passes WINDOW_K, so every top-k row of that batch takes the exact route."""
+    widest = max((p.top_k for p in params if 0 < p.top_k < vocab), default=0)
+    routes = Routes([], [], [], [], [])
+    for i, p in enumerate(params):
+        if p.temperature < GREEDY_TEMPERATURE:
+            routes.greedy.append(i)
+        elif 0 < p.top_k < vocab:
+            (routes.exact if widest > WINDOW_K or p.top_k > WINDOW_K else routes.top_k).append(i)
+        elif p.top_p < 1:
+            routes.top_p.append(i)
+        else:
+            routes.plain.append(i)
+    return routes
+
+
+def route_probe(vocab=300):
+    """F7's row "a clear k-th value, temperature 0.7" (top_k 40) and its peer with top_k = WINDOW_K + 20, built as
+    tests/p08_fast/probes.py builds them: (row [V], make(top_p) -> SamplingParams, peer rows [1, V], peer params)."""
+    g = torch.Generator().manual_seed(vocab)
+    row = torch.randn(vocab, generator=g) * 0.3 - 4.0                                 # [V] a low tail
+    row[torch.randperm(vocab, generator=g)[:60]] = torch.linspace(2.5, -1.0, 60)      # 60 spread values
+    peer = torch.randn(1, vocab, generator=torch.Generator().manual_seed(vocab + 1)) * 2.0   # [1, V]
+    return (row, lambda top_p: SamplingParams(top_k=40, top_p=top_p, temperature=0.7, seed=2), peer,
+            [SamplingParams(top_k=WINDOW_K + 20, seed=103)])
+
+
+def kept(steps, row, params, prev=()) -> int:
+    """How many tokens the row alone keeps, through the given batch code with these steps."""
+    return int((fast_batch.filtered_batch(steps, row[None], [params], [list(prev)])[0] > 0).sum())
+
+
+def _bits(x):
+    return struct.unpack("<q", struct.pack("<d", x))[0]
+
+
+def _float(b):
+    return struct.unpack("<d", struct.pack("<q", b))[0]
+
+
+def boundary(steps, row, make, rank):
+    """(below, at): the two neighbouring float64 top_p values where the row alone goes from keeping `rank` tokens to
+    keeping more (a bisection on the bits, as the grader's F7 places its rows)."""
+    params = make(1.0)
+    z = torch.sort(row.double() / params.temperature, descending=True).values
+    z = z[:params.top_k] if 0 < params.top_k < len(z) else z
+    guess = float(torch.softmax(z, -1)[:rank].sum())                                  # float64 mass before
+    a, b = _bits(guess * (1 - 1e-5)), _bits(guess * (1 + 1e-5))
+    low = kept(steps, row, make(_float(a)))
+    while b - a > 1:
+        mid = (a + b) // 2
+        a, b = (mid, b) if kept(steps, row, make(_float(mid))) <= low else (a, mid)
+    return _float(a), _float(b)
+
+
+def alone_and_beside(steps, row, params, peer_rows, peer_params):
+    """(probs alone [V], probs as row 0 beside the peers [V]) through the given batch code."""
+    alone = fast_batch.filtered_batch(steps, row[None], [params], [[]])[0]
+    batch = fast_batch.filtered_batch(steps, torch.cat([row[None], peer_rows]), [params, *peer_params],
+                                      [[]] * (1 + len(peer_params)))[0]
+    return alone, batch
+
+
+def route_name(route, params, vocab, pos=0) -> str:
+    routes = route(params, vocab)
+    return next(name for name in Routes._fields if pos in getattr(routes, name))
+
+
+# ---- step 2: the window's tie order ----------------------------------------------------------------------
+def tie_probe():
+    """T2's row for canonical_window: 90 equal values (0.0) and 10 lower ones, V = 100: [1, 100]."""
+    x = torch.zeros(1, 100)
+    x[0, 90:] = -1.0
+    return x
+
+
+def tie_widths(x, widths=(4, 8, 16, 33, 64)):
+    """Two widths a < b where torch.topk puts the tied ids of the first a columns in another order, or None."""
+    orders = {w: torch.topk(x, w).indices[0].tolist() for w in widths}
+    return next(((a, b) for a in widths for b in widths if a < b and orders[a] != orders[b][:a]), None)
+
+
+# ---- step 3: a total over the whole row ------------------------------------------------------------------
+def long_rows(vocab=151936, n=6):
+    """Weights in [0, 1] [n, V], one long row each, made the way T3 makes its rows (exp of randn * 3 over its max)."""
+    w = torch.exp(torch.randn(n, vocab, generator=torch.Generator().manual_seed(45)) * 3.0)
+    return w / w.amax(-1, keepdim=True)
+
+
+@contextmanager
+def threads(n):
+    """torch uses n threads inside (torch.sum splits a lone long row across them), its old count after."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+# ---- step 4: the kept mass in a window ---------------------------------------------------------------------
+def spread_rows():
+    """T4's rows: 8 random rows [8, 300] (no ties), one top_k each (7 .. 40), as canonical windows of all 300."""
+    x = torch.randn(8, 300, generator=torch.Generator().manual_seed(46)) * 2.0
+    return torch.sort(x, dim=-1, descending=True, stable=True).values, [7, 12, 17, 23, 29, 33, 37, 40]
+
+
+def naive_total(z, top_k):
+    """The naive kept mass of a window z [n, W]: zero the columns after each row's top_k, then sum the window."""
+    e = torch.exp(z - z[:, :1])                                                       # [n, W]
+    e = e.masked_fill(torch.arange(z.shape[1]) >= top_k, 0.0)                         # top_k [n, 1]
+    return e.sum(-1, keepdim=True)                                                    # [n, 1] over all W columns
+
+
+# ---- step 5: the uniforms ----------------------------------------------------------------------------------
+def global_uniforms(req_ids, params):
+    """The naive draw (the blog's bug 3): one global RNG, one number per row of the batch, in batch order."""
+    return torch.rand(len(req_ids), dtype=torch.float64).tolist()
+
+
+class StepsSampler:
+    """A sampler made of the given batch code, these steps and one source of uniforms: a FastSampler's streams
+    (its _uniforms and free), or, with streams=None, the naive global RNG (global_uniforms)."""
+
+    def __init__(self, steps, streams=None):
+        self.steps, self.streams = steps, streams
+
+    def sample(self, logits, req_ids, params, prev_tokens):
+        u = (self.streams._uniforms if self.streams is not None else global_uniforms)(req_ids, params)
+        return fast_batch.sample_batch(self.steps, logits, params, prev_tokens, u)
+
+    def free(self, req_id):
+        if self.streams is not None:
+            self.streams.free(req_id)
+
+
+# ---- one picture per idea: how far the row moved, naive vs fixed ---------------------------------------------
+def draw_moves(labels, naive, fixed, lang, unit, title):
+    """Two bars per probe item: |batch - alone| for the naive version and for the step as written (0: it did not
+    move). labels: item names, each a string or a (zh, en) pair; naive, fixed: numbers; unit, title: (zh, en) pairs.
+    Returns the Figure."""
+    labels = [fig_text(lang, *label) if isinstance(label, tuple) else label for label in labels]
+    fig = new_figure(110 + 26 * len(labels))
+    ax = fig.add_subplot()
+    at = range(len(labels))
+    ax.barh([i - 0.2 for i in at], naive, height=0.4, color=REMOVED_COLOR, label=fig_text(lang, "朴素写法", "naive"))
+    ax.barh([i + 0.2 for i in at], fixed, height=0.4, color=KEPT_COLOR,
+            label=fig_text(lang, "这一步的写法", "the step as written"))
+    for i, value in enumerate(fixed):
+        if value == 0:
+            ax.text(0, i + 0.2, " 0", va="center", fontsize=FONT_PT)
+    ax.set_yticks(list(at), labels, fontsize=FONT_PT)
+    ax.invert_yaxis()
+    ax.set_xlabel(fig_text(lang, *unit), fontsize=FONT_PT)
+    ax.set_title(fig_text(lang, *title), fontsize=FONT_PT + 1, pad=22)
+    ax.legend(fontsize=FONT_PT, ncol=2, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False,
+              borderaxespad=0.2)                                                # above the bars, never on them
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.tick_params(labelsize=FONT_PT)
+    fig._p08_state = {"labels": list(labels), "naive": list(naive), "fixed": list(fixed)}
+    return fig
+
+
+def ulps(a, b) -> list:
+    """How many float32 steps apart a and b are, elementwise (0: the same bits): a list of ints."""
+    a, b = torch.as_tensor(a, dtype=torch.float32).flatten(), torch.as_tensor(b, dtype=torch.float32).flatten()
+    return (a.view(torch.int32).long() - b.view(torch.int32).long()).abs().tolist()
