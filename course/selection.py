@@ -1,7 +1,7 @@
 """The exact route, given code (going further): top-k and top-p by selection, no sort, for the rows a window
-cannot settle (a tie at the k-th value, a nucleus wider than the window, a top_k above WINDOW_K). Both the stub
-and the solution of p08-fast call `exact_rows`; notebooks/p08_fast_path.ipynb §7 walks through it, and
-course.notebook.radix_demo.top_p_buckets shows one row's numbers.
+cannot settle (a tie at the k-th value, a nucleus wider than the window, a top_k above WINDOW_K). The given
+batch code of p08-fast (course/fast_batch.py) calls `exact_rows`; course.notebook.radix_demo.top_p_buckets shows
+one row's numbers.
 
 The fast path puts every token of a row in a bucket by the float bits of its weight exp(z - max): a
 histogram of the probabilities on a log scale (one bucket = an exponent and 7 mantissa bits, so its upper
