@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from course import cli, problems
+from course import cli, cli_args, problems
 from tests.self.helpers import check_ids
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -29,13 +29,13 @@ def test_help_lists_every_option_with_a_one_line_explanation(capsys, argv, lang)
     code, out, err = run(capsys, *argv, "--lang", lang)
     assert code == 0 and not err
     lines = out.splitlines()
-    for flags, _, _ in cli.OPTIONS:
+    for flags, _, _ in cli_args.OPTIONS:
         line = next((line for line in lines if line.startswith(f"  {flags} ")), None)
         assert line is not None, (flags, out)
         explanation = line[len(flags) + 2:].strip()
         assert explanation and (CJK.search(explanation) if lang == "zh" else not CJK.search(explanation)), line
     every_flag = " ".join(lines)
-    assert all(flag in every_flag for flag in cli.FLAGS)
+    assert all(flag in every_flag for flag in cli_args.FLAGS)
     if argv[0] in problems.problems():                      # a problem's help names its own file and steps
         assert problems.get(argv[0]).solution in out and f"./check.sh {argv[0]} -h" in out
     else:
