@@ -8,6 +8,7 @@ import torch
 
 from course import fast_batch, oracle
 from course.grader.checks import _noting
+from course.streams import stream_uniform
 from tests.p08.checks_examples import _follows_global_rng
 from tests.p08.diagnose import pieces_checker
 
@@ -178,6 +179,26 @@ def uniform_line(ctx, target, ids, params, pos, row, prev):
         batched = float(ctx.sampler()._uniforms(ids, params)[pos])
     except Exception:  # noqa: BLE001 - not the stub's design, or broken: it cannot say
         return None
+    own = stream_uniform(target.seed, 0)
+    if alone != own and callable(getattr(ctx.impl, "stream_uniform", None)):
+        shared = alone == stream_uniform(torch.initial_seed(), 0)
+        try:
+            torch_rng = not shared and _follows_global_rng(lambda: float(ctx.sampler()._uniforms(["t"], [target])[0]))
+        except Exception:  # noqa: BLE001 - it cannot say
+            torch_rng = False
+        if torch_rng:
+            return ctx.t(f"你的 _uniforms 跟着 torch 的全局随机状态走（torch.manual_seed(1) 两次给同一个数，manual_seed(2) 给别的）："
+                         f"有 seed 的行的数必须来自它自己的流，stream_uniform({target.seed}, 它抽过的次数)",
+                         f"your _uniforms follows torch's global random state (the same number twice after torch.manual_seed(1), "
+                         f"another after manual_seed(2)): a seeded row's number must come from its own stream, "
+                         f"stream_uniform({target.seed}, the number of its draws so far)")
+        return ctx.t(f"一个新 sampler 里，你的 _uniforms 给 seed={target.seed} 的这一行 {alone!r}，它自己的流的第一个数是 "
+                     f"stream_uniform({target.seed}, 0) = {own!r}" + ("：这是无 seed 的行共用的那条流（key 是 torch.initial_seed()）的数，"
+                     "有 seed 的行要用它自己的流，它的 seed 和它抽过几次" if shared else "：有 seed 的行的数必须来自它自己的流"),
+                     f"in a fresh sampler your _uniforms gives this row (seed={target.seed}) {alone!r}; its own stream's first "
+                     f"number is stream_uniform({target.seed}, 0) = {own!r}" + (": yours is the unseeded rows' shared stream's "
+                     "(keyed by torch.initial_seed()); a seeded row draws from its own stream, its seed and how many times it "
+                     "has drawn" if shared else ": a seeded row's number must come from its own stream"))
     if alone != batched:
         return ctx.t(f"你的 _uniforms 给这一行的数单独时是 {alone!r}，在 batch 第 {pos} 行是 {batched!r}：这一行的数只能来自它自己的"
                      f"流（它的 seed 和它抽过几次），不能取决于 batch 的大小或顺序",
@@ -217,3 +238,32 @@ def watching(impl, name, note):
         yield
     finally:
         setattr(impl, name, own)
+
+
+def tie_order_line(ctx, row, params, prev, got, expected):
+    """A line when the file keeps as many tokens as the reference but other ones, and every token it swapped ties in
+    value with one it should have kept (a run of equal values at the cut, taken in another order than ascending
+    token id); it names the file's canonical_window when that leaves equal values out of id order. Else None."""
+    mine, want = set(oracle.kept(got.tolist())), set(oracle.kept(expected.tolist()))
+    extra, missing = sorted(mine - want), sorted(want - mine)
+    if not extra or len(mine) != len(want):
+        return None
+    z = oracle.penalize([float(v) for v in row], prev, params.repetition_penalty)
+    if any(z[a] != z[b] for a in extra for b in missing):
+        return None
+    line = ctx.t(f"保留的个数对，但在相等的值里挑了别的 token：你的保留了 {extra[:4]}，参考解保留 {missing[:4]}（它们的 logit 相同）。"
+                 f"相等的值按 token id 升序排（canonical_window），截断处才与窗口宽度无关",
+                 f"the right count, but other tokens among equal values: yours keeps {extra[:4]}, the reference {missing[:4]} "
+                 f"(their logits are equal). Equal values go in ascending token id (canonical_window), so the cut does "
+                 f"not depend on the window's width")
+    canonical = getattr(ctx.impl, "canonical_window", None)
+    if callable(canonical):
+        try:
+            ids = canonical(torch.ones(1, 3, device=ctx.device), torch.tensor([[5, 2, 9]], device=ctx.device))[1]
+            if ids.flatten().tolist() != [2, 5, 9]:
+                line += ctx.t(f"；你的 canonical_window 把 id [5, 2, 9]（值都相等）排成 {ids.flatten().tolist()}：先修 T2.canonical_window",
+                              f"; your canonical_window orders ids [5, 2, 9] of equal values as {ids.flatten().tolist()}: "
+                              f"fix T2.canonical_window first")
+        except Exception:  # noqa: BLE001 - it cannot say more
+            pass
+    return line

@@ -11,8 +11,8 @@ from tests.p08.context import params_text
 from course.loader import load_solution
 from course.sampling_params import GREEDY_TEMPERATURE
 from tests.p08.rows import head_and_tail, top_p_keeping, zipf_logits
-from tests.p08_fast.causes import (exact_gap_line, exact_owner, penalty_line, uniform_line, watching, window_mass_line,
-                                   window_stop_line)
+from tests.p08_fast.causes import (exact_gap_line, exact_owner, penalty_line, tie_order_line, uniform_line, watching,
+                                   window_mass_line, window_stop_line)
 from tests.p08_fast.batches import (edge_batches, heterogeneous_batch, order_batch, random_params, tie_batch,
                                     wide_top_p_batch)
 
@@ -91,7 +91,8 @@ def f1_filtered_distribution_equals_reference(ctx):
                 causes = []
                 if params[i].temperature >= GREEDY_TEMPERATURE:                    # re-run its own pieces: why
                     dev = logits.to(ctx.device)
-                    causes = [window_mass_line(ctx, logits[i], params[i], prev[i], oracle.kept(got[i].tolist())),
+                    causes = [tie_order_line(ctx, logits[i], params[i], prev[i], got[i].cpu(), expected),
+                              window_mass_line(ctx, logits[i], params[i], prev[i], oracle.kept(got[i].tolist())),
                               exact_gap_line(ctx, dev, params, prev, i),
                               window_stop_line(ctx, dev, params, prev, i, int((got[i] > 0).sum()), int((expected > 0).sum()))]
                     if batch > 1 and alone_diff <= 1e-6 and not alone_zeros:

@@ -53,7 +53,7 @@ P08_FAST = [
            "sample() draws from the first 8 columns of the window while filtered_probs() keeps them all",
            phrase="never reaches tokens your filtered_probs keeps"),
     Mutant("window_ties_in_topk_order", "F1", (("z, ids = steps.canonical_window(vals / temp, ids)", "z = vals / temp"),),
-           "leaves ties inside the window in torch.topk's order", phrase="reference keeps"),
+           "leaves ties inside the window in torch.topk's order", phrase="other tokens among equal values"),
     Mutant("probs_penalty_into_callers_logits", "F1",
            (("    x = x.clone() if x is logits else x", "    x = x"),), "the penalty is written into the caller's fp32 logits", phrase="changed the caller's logits in place"),
     Mutant("probs_penalty_on_every_rows_history", "F1",

@@ -45,4 +45,10 @@ CAUSES = [
            (('complete = name == "top_p" and width == vocab', 'complete = name == "top_p" and width >= WINDOW'),),
            "every top-p-only row counts as complete: a nucleus wider than the window stops at its 64 columns",
            "never reached exact_rows"),
+    Mutant("canonical_left_to_topk_seen_in_f1", "F1", (("    ids, by_id = ids.sort(dim=-1)", "    return z, ids"),),
+           "canonical_window returns torch.topk's order: a top-p cut inside a run of ties keeps other tokens",
+           "fix T2.canonical_window first"),
+    Mutant("seeded_rows_draw_the_shared_stream", "F4", (("            if p.seed is None:", "            if True:"),),
+           "every row draws from the unseeded rows' shared stream, seeded ones too", "its own stream",
+           wrong="follows torch's global random state"),
 ]
