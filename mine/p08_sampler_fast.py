@@ -66,16 +66,20 @@ def row_total(e):
 def filter_window(z, top_k, top_p, row_mass, complete):
     """Step 4: p08's top-k and top-p on a canonical window z [n, W] (descending, temperature applied).
 
-    top_k [n, 1] long (0: off), top_p [n, 1] float (inf: off), row_mass [n, 1]: the row's mass over all V relative
-    to its max (a top-p-only row's 100 %; None when every row has top-k on), complete: the window is the whole row.
-    Returns e [n, W] = exp(z - max), exactly 0 outside the kept set; cs = cumulative(e) [n, W]; total [n, 1], the
-    kept mass; certain [n] bool: this row's kept set cannot reach past its own window (all True when complete).
-    p08's rules: keep values >= the k-th; top-p's 100 % is the top-k mass, or row_mass; a column's mass before is
-    the sum of e over the columns left of it; drop every column from the first whose mass before reaches top_p of
-    the 100 % (column 0 always stays).
+    In:  top_k [n, 1] long (0: off) · top_p [n, 1] float (inf: off) · row_mass [n, 1], the row's mass over all V
+         relative to its max (a top-p-only row's 100 %; None when every row has top-k on) · complete: the window
+         is the whole row.
+    Out: e [n, W] = exp(z - max), exactly 0 outside the kept set · cs = cumulative(e) [n, W] · total [n, 1], the
+         kept mass · certain [n] bool: this row's kept set cannot reach past its own window (all True if complete).
+    p08's rules:
+      - top-k keeps the values >= the k-th; top-p's 100 % is the top-k mass, or row_mass;
+      - a column's mass before is the sum of e over the columns left of it;
+      - drop every column from the first whose mass before reaches top_p of the 100 % (column 0 always stays).
     """
-    # TODO(p08-fast.4): a row's kept count, total and certain are decided by its own columns: none of them may
-    #                   change when its window is wider (the peers chose a wider W) or ends in zeros.
+    # TODO(p08-fast.4): decide each row by its own columns. Where its kept set may reach past its window (equal
+    #                   values at the cut, a nucleus longer than W), it is not certain: the given exact route
+    #                   settles it. Where it is certain, nothing may move when the peers make W wider or the window
+    #                   ends in zeros.
     raise _todo(4, "filter_window")
 
 
@@ -98,7 +102,8 @@ class FastSampler:
     def _uniforms(self, req_ids, params):
         """Step 5: [B] floats in [0, 1): row i's next number of its request's stream, stream_uniform(key, count),
         after which that stream's count goes up by one. Greedy rows draw nothing (0.0)."""
-        # TODO(p08-fast.5): what a row draws depends on its stream alone: not on B, K or its place in the batch.
+        # TODO(p08-fast.5): what a row draws depends on its stream alone: not on the batch's size, the window's
+        #                   width or the row's place in the batch.
         raise _todo(5, "FastSampler._uniforms")
 
     def free(self, req_id):
