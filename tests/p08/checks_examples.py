@@ -96,9 +96,9 @@ def e2_top_p_keep_sets(ctx):
     for top_p, keep in ((0.4, {0}), (0.7, {0, 1}), (0.8, {0, 1, 2}), (1e-9, {0}), (0.95, {0, 1, 2, 3}),
                         (1.0, {0, 1, 2, 3}), (0.7500005, {0, 1, 2})):             # 0.75 before token 2: just below
         out = ctx.vector("apply_top_p", logits, top_p)
-        why = ctx.t("token 2 之前的质量是 0.75，比 top_p = 0.7500005 小：它要留下（比较里不要加 epsilon）",
-                    "the mass before token 2 is 0.75, just below top_p = 0.7500005: it stays (no epsilon in the "
-                    "comparison)") if top_p == 0.7500005 else None
+        why = ctx.t("排第 3 的 token（id 2）之前的质量是 0.75，比 top_p = 0.7500005 小：它要留下（比较里不要加 epsilon）",
+                    "the mass before the 3rd-ranked token (id 2) is 0.75, just below top_p = 0.7500005: it stays (no "
+                    "epsilon in the comparison)") if top_p == 0.7500005 else None
         if kept_ids(out) != keep and why is None and drops_the_crossing_token(ctx, logits):
             why = ctx.t("你的 apply_top_p 在 top_p = 0.7、0.8、0.95 时都只留下“连同自己在内的累计质量 <= top_p”的 token："
                         "越过 top_p 的那个 token 被删了（cumsum > top_p 的写法）。要比的是每个 token 之前的质量（cumsum - p）",
@@ -110,9 +110,9 @@ def e2_top_p_keep_sets(ctx):
     for top_p in (0.99, 0.999):
         keep = {0, 1, 2} if top_p == 0.99 else {0, 1, 2, 3}
         expect_filter(ctx, "apply_top_p", tail, f"top_p={top_p}", ctx.vector("apply_top_p", tail, top_p), keep,
-                      ("p08", 1, "q4"), ctx.t(f"token 3 之前的质量是 0.991：top_p = {top_p} 时"
+                      ("p08", 1, "q4"), ctx.t(f"排第 4 的 token（id 3）之前的质量是 0.991：top_p = {top_p} 时"
                                               + ("它要被删掉" if top_p == 0.99 else "它要留下") + "；只有 top_p = 1 才表示关闭",
-                                              f"the mass before token 3 is 0.991: with top_p = {top_p} it "
+                                              f"the mass before the 4th-ranked token (id 3) is 0.991: with top_p = {top_p} it "
                                               + ("is removed" if top_p == 0.99 else "stays") + "; only top_p = 1 means off"))
     probs = renormalised(ctx.vector("apply_top_p", logits, 0.7))
     if max(abs(a - b) for a, b in zip(probs, [2 / 3, 1 / 3, 0, 0])) > 1e-4:
@@ -137,9 +137,10 @@ def e2_top_p_keep_sets(ctx):
         got = kept_ids(ctx.vector("apply_top_p", equal, top_p))
         if len(got) != count or not got <= {0, 1, 2, 3}:
             if len(got) == count + 1 and got <= {0, 1, 2, 3}:             # one more: the boundary token stayed
-                why = ctx.t(f"第 {count + 1} 个 token 之前的质量恰好是 {top_p}，已经达到 top_p：它要被删掉（mass_before >= top_p，不是 >）",
-                            f"the mass before token {count + 1} is exactly {top_p}, which already reaches top_p: it is removed "
-                            f"(mass before >= top_p, not >)")
+                why = ctx.t(f"排第 {count + 1} 的 token（相等的值按 id 排，即 id {count}）之前的质量恰好是 {top_p}，已经达到 top_p："
+                            f"它要被删掉（mass_before >= top_p，不是 >）",
+                            f"the mass before the token ranked {count + 1} (equal values rank by id: id {count}) is exactly "
+                            f"{top_p}, which already reaches top_p: it is removed (mass before >= top_p, not >)")
             elif got == {0, 1, 2, 3}:                                       # the whole run of equal logits stayed
                 why = ctx.t(f"4 个相等的 token 全留下了：top-p 在排好序的 token 上一个一个地数（并列的顺序任意），每个 token 由它之前的质量决定，"
                             f"所以相等的 token 也可以被切开：只留 {count} 个",
@@ -226,6 +227,18 @@ def e2_temperatures_drawn(ctx):
                             case=(LOG_PROBS, ctx.params(**kwargs), []))
 
 
+def crashes_with_top_k_on_default(ctx) -> bool:
+    """Does the same call with the default params (top-k and top-p off as -1 and 1) raise too? Then the crash is not
+    about what 'off' means."""
+    try:
+        ctx.sample(ctx.sampler(), ctx.tensor([LOG_PROBS]), ["r"], [ctx.params(seed=1)], [[]])
+    except RAISE_AS_IS:
+        raise
+    except Exception:  # noqa: BLE001 - any crash of the plain call
+        return True
+    return False
+
+
 @check("E2.off", "sample() 里的“关闭”：top_k = 0、-2、V、V+5 与 top_p = 1 都不过滤；top_p = 0.99 要过滤", "'off' inside sample(): top_k = 0, -2, V, "
        "V+5 and top_p = 1 filter nothing; top_p = 0.99 does", hint=("p08", 1, "q5"))
 def e2_off_values_drawn(ctx):
@@ -234,8 +247,8 @@ def e2_off_values_drawn(ctx):
         try:
             ctx.sample(ctx.sampler(), ctx.tensor([LOG_PROBS]), ["r"], [ctx.params(seed=1, **kwargs)], [[]])
         except Exception as exc:  # noqa: BLE001 - the crash is reported as it is, with what 'off' means
-            if isinstance(exc, RAISE_AS_IS):
-                raise
+            if isinstance(exc, RAISE_AS_IS) or crashes_with_top_k_on_default(ctx):
+                raise                                   # not about 'off': the crash itself, at the line that raised
             raise Fail(f"called {ctx.sampler_name}.sample(log {PROBS}, {kwargs}) raised {type(exc).__name__}: {str(exc)[:100]}",
                        ctx.t("只有 0 < top_k < V 时 top-k 才打开；-1、0、其他负数和 >= V 都表示关闭", "top-k is on only when "
                              "0 < top_k < V: -1, 0, any other negative value and >= V mean off"),

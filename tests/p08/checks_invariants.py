@@ -37,6 +37,9 @@ def i2_inputs_never_modified(ctx):
             ctx.sample(ctx.sampler(), part, ids, params, prev)
             if not torch.equal(part, before):
                 row, col = (part != before).nonzero()[0].tolist()
+                if verdict := diagnose.in_place_verdict(ctx):          # the learner's own step edits its input
+                    raise diagnose.fix_first(ctx, f"called {ctx.sampler_name}.sample(logits [{len(rows)}, 16] "
+                                              f"{str(dtype)[6:]}, ...) changed logits[{row}, {col}]", verdict)
                 raise Fail(f"called {ctx.sampler_name}.sample(logits [{len(rows)}, 16] {str(dtype)[6:]}, ...) changed logits[{row}, {col}] "
                            f"of the request with {params_text(params[row])}: {before[row, col].item():.4g} -> {part[row, col].item():.4g}",
                            ctx.t("期望：调用方的 logits 不变（logits[i].float() 在 fp32 时不复制，某条路径原地改了它，就改了调用方的张量）",
@@ -202,6 +205,8 @@ def i3_greedy_threshold_edges(ctx):
                 raise
             if len(set(got)) == 1 and got[0] in allowed:
                 continue
+            if temperature == 0.0:                     # a plain T = 0 row wrong too: that is I3's cause, shown there
+                diagnose.earlier_step_first(ctx, f"{observed} -> {got}", greedy=True)
             if temperature > 0 and len(set(got)) > 1:
                 why = ctx.t(f"T = {temperature} < 1e-5 也是 greedy（规则是 temperature < 1e-5），不能只判断 T == 0；"
                             "greedy 的结果不随 seed 变化", f"T = {temperature} < 1e-5 is greedy too (the rule is temperature "

@@ -170,8 +170,13 @@ def greedy_verdict(ctx):
         return ([f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) raised {type(exc).__name__}: {str(exc)[:120]}"],
                 ("p08", 1, "q3"), "I3")
     if got != [1]:
-        return ([f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) -> {got}, expected [1] (the argmax)"],
-                ("p08", 1, "q3"), "I3")
+        lines = [f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) -> {got}, " + ctx.t("期望 [1]（argmax）",
+                                                                                           "expected [1] (the argmax)")]
+        if got == [int(torch.tensor(row).div(0.0).argmax())]:
+            lines.append(ctx.t("结果正是 argmax(row / 0)：先除以温度再判断 greedy，除出来全是 ±inf",
+                               "the result is exactly argmax(row / 0): the division by the temperature comes before the "
+                               "greedy test, and gives ±inf"))
+        return lines, ("p08", 1, "q3"), "I3"
     return None
 
 
@@ -233,12 +238,15 @@ def filter_verdict(ctx):
 
 
 def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False, temperature=False, penalty=False,
-                       filters=False):
+                       filters=False, order=None):
     """Fail with 'fix <check> first' if an earlier, simpler step explains the failure just observed.
 
-    cases: (row, params, prev) whose pieces to re-run; greedy / stream / temperature: also re-check those."""
+    cases: (row, params, prev) whose pieces to re-run; greedy / stream / temperature: also re-check those; order: also
+    look for a wrong order of the steps (S1-5), by default whenever the stream or the filters are re-checked."""
     if ctx.changed_inputs:                                   # this check's own calls saw inputs sample() had edited
-        raise _fix_first(ctx, observed, (ctx.changed_inputs + [ctx.t(
+        if verdict := in_place_verdict(ctx):                 # the learner's own step edits its input: that step first
+            raise fix_first(ctx, observed, verdict)
+        raise fix_first(ctx, observed, (ctx.changed_inputs + [ctx.t(
             "sample() 原地改了调用方传进来的数据（见上一行），之后的调用看到的就不是原来的输入了",
             "sample() changed its caller's input in place (the line above), so later calls saw other inputs")],
             ("p08", 2, "traps"), "I2"))
@@ -257,7 +265,60 @@ def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False,
         verdicts.append(filter_verdict(ctx))
     for verdict in verdicts:
         if verdict:
-            raise _fix_first(ctx, observed, verdict)
+            raise fix_first(ctx, observed, verdict)
+    if order if order is not None else (stream or filters):
+        if verdict := order_of_steps_verdict(ctx):
+            raise fix_first(ctx, observed, verdict)
+
+
+PIECE_CHECKS = (("apply_repetition_penalty", ([0, 1, 1], 1.5), "E1.penalty", "s1"), ("apply_top_k", (2,), "E2.top_k", "s4"),
+                ("apply_top_p", (0.5,), "E2.top_p", "s5"))
+
+
+def in_place_verdict(ctx):
+    """None unless one of the learner's own step functions edits the tensor it is given; else (lines, hint, check) of
+    that step (p08 only: a problem without step functions has none to ask)."""
+    if not ctx.has_functions:
+        return None
+    for name, args, check_id, _ in PIECE_CHECKS:
+        row = torch.tensor([0.3, -1.2, 2.0, 0.7, -0.1], device=ctx.device)
+        try:
+            ctx.vector(name, row, *args)
+        except RAISE_AS_IS:
+            raise
+        except Fail as exc:
+            if "in place" in " ".join(exc.lines) or "原地" in " ".join(exc.lines):
+                return exc.lines, ("p08", 2, "traps"), check_id
+        except Exception:  # noqa: BLE001 - a piece that crashes here is another check's business
+            continue
+    return None
+
+
+def order_of_steps_verdict(ctx):
+    """None unless sample() keeps, on S1-5's rows, exactly the set that one wrong order of the steps gives, while the
+    learner's own pieces are right on those rows and the seeded stream moves; else (lines, hint, "S1-5")."""
+    from tests.p08.checks_contract import ORDER_CASES, WRONG_ORDERS, kept_set_in_order   # (it imports this module)
+    if stream_verdict(ctx):
+        return None
+    for row, kwargs, prev, why, hint in ORDER_CASES:
+        params = ctx.params(**kwargs)
+        if pieces_verdict(ctx, row, params, prev):
+            return None
+        allowed = oracle.kept(oracle.probs_for(row, params, prev))
+        sampler, seen = ctx.sampler(), set()
+        for _ in range(80):
+            seen |= set(ctx.sample(sampler, ctx.tensor([row]), ["r"], [params], [prev]))
+        if seen == allowed:
+            continue
+        matches = [ctx.t(*label) for steps, label in WRONG_ORDERS if kept_set_in_order(row, params, prev, steps) == seen]
+        if len(matches) != 1:
+            return None
+        return ([f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
+                 f"prev_tokens={prev}) 80 " + ctx.t("次", "times") + f" -> tokens {sorted(seen)}, "
+                 + ctx.t("期望", "expected") + f" {sorted(allowed)}",
+                 ctx.t(f"正好是这种顺序得到的集合：{matches[0]}。", f"exactly the set this order gives: {matches[0]}. ")
+                 + ctx.t(*why)], hint, "S1-5")
+    return None
 
 
 @crash_explainer("p08")
@@ -265,14 +326,38 @@ def explain_crash(ctx, observed, cases):
     """sample() raised: if the learner's own penalty / top-k / top-p is wrong on a row of that call, fix that first."""
     for row, params, prev in cases:
         if verdict := pieces_verdict(ctx, row, params, prev):
-            raise _fix_first(ctx, observed, verdict, Explained)
+            raise fix_first(ctx, observed, verdict, Explained)
 
 
-def _fix_first(ctx, observed, verdict, kind=Fail):
+STEP_OF = {  # check id -> (zh, en): the step of the stub whose rule that check grades, as a fix-first line names it
+    "E1.penalty": ("第 1 步 apply_repetition_penalty", "step 1, apply_repetition_penalty"),
+    "E1.history": ("第 1 步：sample() 里的 penalty", "step 1, the penalty inside sample()"),
+    "E1.greedy": ("第 1-2 步：penalty 在 greedy 判断之前", "steps 1-2, the penalty before the greedy test"),
+    "I3": ("第 2 步：greedy 判断", "step 2, the greedy test"),
+    "E2.small_t": ("第 3 步：温度", "step 3, the temperature"),
+    "E2.temperature": ("第 3 步：温度", "step 3, the temperature"),
+    "E2.top_k": ("第 4 步 apply_top_k", "step 4, apply_top_k"),
+    "E2.top_p": ("第 5 步 apply_top_p", "step 5, apply_top_p"),
+    "S6": ("第 6 步：sample() 的返回值", "step 6, what sample() returns"),
+    "I5": ("第 6 步：每个请求自己的 generator", "step 6, each request's own generator"),
+    "I2": ("不改调用方的输入", "leaving the caller's inputs untouched"),
+    "S1-5": ("步骤的顺序（penalty → greedy → 温度 → top-k → top-p）",
+             "the order of the steps (penalty, greedy, temperature, top-k, top-p)"),
+}
+
+
+def fix_first_line(ctx, check_id) -> str:
+    """'the cause is step 5, apply_top_p: fix E2.top_p first': the root cause's step and its check, in one line (the
+    report's `next:` line repeats it)."""
+    zh, en = STEP_OF.get(check_id, (f"{check_id} 检查的那条规则", f"the rule {check_id} checks"))
+    return ctx.t(f"原因在{zh}：先修好 {check_id}", f"the cause is {en}: fix {check_id} first")
+
+
+def fix_first(ctx, observed, verdict, kind=Fail):
     """The failure for `observed` when `verdict` (lines, hint, check) names an earlier step."""
     lines, hint, check_id = verdict
     culprit = lines[0].split("(")[0].replace("called ", "") if lines[0].startswith("called apply_") else None
-    first = [ctx.t(f"原因在更早的一步：先修好 {check_id}", f"the cause is an earlier step: fix {check_id} first")] if check_id else []
+    first = [fix_first_line(ctx, check_id)] if check_id else []
     return kind(observed, *lines, *first, hint=hint, where=culprit or f"{ctx.sampler_name}.sample")
 
 
