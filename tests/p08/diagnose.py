@@ -311,12 +311,13 @@ def order_of_steps_verdict(ctx):
         if seen == allowed:
             continue
         matches = [ctx.t(*label) for steps, label in WRONG_ORDERS if kept_set_in_order(row, params, prev, steps) == seen]
-        if len(matches) != 1:
+        if not matches:                                  # (two labels can name one order's set)
             return None
         return ([f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
                  f"prev_tokens={prev}) 80 " + ctx.t("次", "times") + f" -> tokens {sorted(seen)}, "
                  + ctx.t("期望", "expected") + f" {sorted(allowed)}",
-                 ctx.t(f"正好是这种顺序得到的集合：{matches[0]}。", f"exactly the set this order gives: {matches[0]}. ")
+                 ctx.t(f"正好是这种顺序得到的集合：{' / '.join(matches)}。",
+                       f"exactly the set this order gives: {' / '.join(matches)}. ")
                  + ctx.t(*why)], hint, "S1-5")
     return None
 
