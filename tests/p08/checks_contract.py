@@ -186,9 +186,9 @@ def s_order_of_steps(ctx):
         params = ctx.params(**kwargs)
         expected = oracle.probs_for(row, params, prev)
         allowed = oracle.kept(expected)
-        sampler, seen = ctx.sampler(), set()
+        sampler, seen, history = ctx.sampler(), set(), list(prev)   # a file that edits its prev_tokens edits a copy
         for _ in range(draws):
-            seen |= set(ctx.sample(sampler, ctx.tensor([row]), ["r"], [params], [prev]))
+            seen |= set(ctx.sample(sampler, ctx.tensor([row]), ["r"], [params], [history]))
         if seen != allowed:
             observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
                         f"prev_tokens={prev}) {draws} times -> tokens {sorted(seen)}, expected {sorted(allowed)}")

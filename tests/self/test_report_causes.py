@@ -1,0 +1,95 @@
+"""One block per cause: a single-bug file's report shows its cause once, names the root cause's step in its first block
+and in `next:`, and keeps its failure part short (p08 and p08-fast)."""
+import pytest
+
+from course import problems
+from course.grader import report
+from course.grader.checks import checks_for
+from tests.self import mutants, mutants_feedback_fast
+from tests.self.helpers import check_ids, mutate, run
+
+MAX_FAILURE_LINES = 30
+
+
+def report_of(problem: str, impl, lang: str = "en", ids=None) -> tuple:
+    """(failure part, next line) of the report check.sh prints for impl, graded in process: the failure part is what the
+    Collapser renders for the failing checks (their blocks and the one-line lists of checks that share a cause)."""
+    ids = ids or check_ids(problem)
+    results = run(problem, impl, ids, lang=lang)
+    catalogue = {c.id: c for c in checks_for(problems.get(problem))}
+    collapser, lines, first = report.Collapser(lang, verbose=False, color=False), [], None
+    for cid in ids:
+        result = results[cid]
+        if result.passed:
+            continue
+        first = first or result
+        lines += collapser.render(result, catalogue[cid])
+    lines += collapser.tail()
+    return lines, (report.next_line(first, catalogue[first.id], lang) if first else "")
+
+
+def by_name(group, *names):
+    found = {m.name: m for m in group}
+    return [found[n] for n in names]
+
+
+# single-bug files whose reports repeated one cause in many blocks (a review of 2026-12-03)
+SINGLE_BUGS = by_name(mutants.P08, "column_output", "drop_crossing_token", "top_p_in_place_seen_by_i4",
+                      "temperature_after_filters", "divide_before_greedy", "empty_history_crash_seen_by_e2_off",
+                      "penalty_in_place", "float_output", "top_p_gather_seen_by_s6")
+DEFAULT = {"column_output", "empty_history_crash_seen_by_e2_off"}      # the others: -m slow (a grade each)
+
+
+@pytest.mark.parametrize("mutant", [pytest.param(m, marks=() if m.name in DEFAULT else pytest.mark.slow, id=m.name)
+                                    for m in SINGLE_BUGS])
+def test_a_single_bug_p08_report_stays_short(mutant, tmp_path):
+    lines, last = report_of("p08", mutate("p08", mutant, tmp_path))
+    assert lines, f"{mutant.name}: nothing failed"
+    assert len(lines) <= MAX_FAILURE_LINES, f"{mutant.name}: {len(lines)} failure lines\n" + "\n".join(lines)
+    assert last.startswith("next: "), last
+
+
+@pytest.mark.parametrize("mutant", [pytest.param(m, id=m.name) for m in mutants_feedback_fast.SINGLE_BUGS])
+def test_a_single_bug_p08_fast_report_stays_short(mutant, tmp_path):
+    """p08-fast's solution is being restructured: a patch that no longer applies skips, saying so (re-target it)."""
+    try:
+        impl = mutate("p08-fast", mutant, tmp_path)
+    except AssertionError as exc:
+        pytest.skip(f"{mutant.name} does not apply to the current fast path: {exc}")
+    lines, _ = report_of("p08-fast", impl)
+    assert lines and len(lines) <= MAX_FAILURE_LINES, f"{mutant.name}: {len(lines)} failure lines\n" + "\n".join(lines)
+
+
+ROOTS = [  # (mutant, the checks that fail, in report order, the check its first block and next: must name as the root)
+    ("divide_before_greedy", ["E1.greedy", "E1.history", "I3", "I3.edges"], "I3"),
+    ("temperature_after_filters", ["I6", "S0", "S1-5"], "S1-5"),
+    ("penalty_in_place", ["E1.penalty", "I6", "I2"], "E1.penalty"),
+]
+
+
+@pytest.mark.parametrize("name,ids,root", ROOTS)
+def test_the_first_block_and_next_name_the_same_root(name, ids, root, tmp_path):
+    """The block under the first failing check names the root (the check itself, or "fix <root> first"), `next:` names
+    the same, and the other checks are one line."""
+    mutant = by_name(mutants.P08, name)[0]
+    lines, last = report_of("p08", mutate("p08", mutant, tmp_path), ids=ids)
+    first_block = []
+    for line in lines[1:]:
+        if line.startswith("  ✗"):
+            break
+        first_block.append(line)
+    named = lines[0].startswith(f"  ✗ {root.split('.')[0]}") or f"fix {root} first" in " ".join(first_block)
+    assert named and (f"fix {root} first" in last or root == ids[0]), "\n".join(lines + [last])
+    assert sum(line.startswith("  ✗") for line in lines) == 2, "\n".join(lines)
+
+
+def test_a_crash_is_reported_at_the_line_that_raised(tmp_path):
+    """An empty history crashing the penalty (torch.tensor([]) is float): E2.off reports the crash where it happened,
+    in apply_repetition_penalty, not the top-k 'off' rule at `def sample`."""
+    mutant = by_name(mutants.P08, "empty_history_crash_seen_by_e2_off")[0]
+    impl = mutate("p08", mutant, tmp_path)
+    result = run("p08", impl, ["E2.off"])["E2.off"]
+    raised = [i for i, text in enumerate(impl.read_text().splitlines(), 1) if "values = out[seen]" in text]
+    assert result.status == "error" and result.where == f"{impl}:{raised[0]}" or \
+        (result.where or "").endswith(f":{raised[0]}"), (result.where, raised, result.lines)
+    assert "apply_repetition_penalty raised IndexError" in result.lines[0], result.lines
