@@ -37,9 +37,11 @@ def s0_low_precision_logits_in_fp32(ctx):
             for _ in range(60):
                 seen |= set(ctx.sample(sampler, logits, ["r"], [params], [[]]))
             if seen != allowed:
-                observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.6g}' for v in logits[0].tolist())}] "
-                            f"{str(dtype)[6:]}, top_p={top_p}) 60 times -> tokens {sorted(seen)}, expected {sorted(allowed)} "
-                            f"(fp32 probabilities {[round(p, 5) for p in expected]})")
+                shown, fp32 = ', '.join(f'{v:.6g}' for v in logits[0].tolist()), [round(p, 5) for p in expected]
+                observed = ctx.t(f"调用 {ctx.sampler_name}.sample([{shown}] {str(dtype)[6:]}, top_p={top_p}) 60 次 -> tokens "
+                                 f"{sorted(seen)}，期望 {sorted(allowed)}（fp32 的概率 {fp32}）",
+                                 f"called {ctx.sampler_name}.sample([{shown}] {str(dtype)[6:]}, top_p={top_p}) 60 times -> "
+                                 f"tokens {sorted(seen)}, expected {sorted(allowed)} (fp32 probabilities {fp32})")
                 as_fp32, fp32_sampler = ctx.tensor([[float(v) for v in logits[0].tolist()]]), ctx.sampler()
                 seen32 = set()
                 for _ in range(60):
@@ -113,9 +115,13 @@ def temperature_kept_exact(ctx, dtype):
     if seen == allowed:
         return
     name = str(dtype)[6:]
-    observed = (f"called {ctx.sampler_name}.sample([1, 0] {name} x {S0_DRAWS} rows, temperature={S0_TEMPERATURE}, "
-                f"top_p={top_p}) -> tokens {sorted(seen)}, expected {sorted(allowed)} (p0 = {_p0(S0_TEMPERATURE):.6f} at "
-                f"T = {S0_TEMPERATURE}, {_p0(rounded):.6f} at T = {rounded})")
+    p_right, p_rounded = f"{_p0(S0_TEMPERATURE):.6f}", f"{_p0(rounded):.6f}"
+    observed = ctx.t(f"调用 {ctx.sampler_name}.sample([1, 0] {name} x {S0_DRAWS} 行, temperature={S0_TEMPERATURE}, "
+                     f"top_p={top_p}) -> tokens {sorted(seen)}，期望 {sorted(allowed)}（T = {S0_TEMPERATURE} 时 p0 = {p_right}，"
+                     f"T = {rounded} 时 {p_rounded}）",
+                     f"called {ctx.sampler_name}.sample([1, 0] {name} x {S0_DRAWS} rows, temperature={S0_TEMPERATURE}, "
+                     f"top_p={top_p}) -> tokens {sorted(seen)}, expected {sorted(allowed)} (p0 = {p_right} at "
+                     f"T = {S0_TEMPERATURE}, {p_rounded} at T = {rounded})")
     seen32 = seen_with(ctx.tensor([S0_ROW]))
     if seen32 != allowed:                                   # wrong in fp32 too: the temperature's dtype is not it
         diagnose.earlier_step_first(ctx, observed, [(S0_ROW, ctx.params(temperature=S0_TEMPERATURE, top_p=top_p), [])],
@@ -145,7 +151,8 @@ def s6_output_contract(ctx):
               ctx.params(top_p=1e-6, seed=9), ctx.params(temperature=1e-7, repetition_penalty=1.1)]
     got = ctx.sample(ctx.sampler(), logits, ids, params, [[], [], [], [], [1]])
     if got != expected:
-        observed = f"called {ctx.sampler_name}.sample(5 rows, req_ids={ids}) -> {got}, expected {expected}"
+        observed = ctx.t(f"调用 {ctx.sampler_name}.sample(5 行, req_ids={ids}) -> {got}，期望 {expected}",
+                         f"called {ctx.sampler_name}.sample(5 rows, req_ids={ids}) -> {got}, expected {expected}")
         if sorted(got) == sorted(expected):
             raise Fail(observed, ctx.t("每个 token 都对，但顺序变了：第 i 个输出属于 req_ids[i]（别按 id 排序）",
                                        "every token is right but the order is not: output i belongs to req_ids[i] (do not sort by id)"),
@@ -156,7 +163,8 @@ def s6_output_contract(ctx):
                    where=f"{ctx.sampler_name}.sample")
     one = ctx.sample(ctx.sampler(), ctx.tensor([rows[0]]), ["solo"], [ctx.params(temperature=0.0)], [[]])
     if one != [expected[0]]:
-        raise Fail(f"called {ctx.sampler_name}.sample(1 row) -> {one}, expected {[expected[0]]}", where=f"{ctx.sampler_name}.sample")
+        raise Fail(ctx.t(f"调用 {ctx.sampler_name}.sample(1 行) -> {one}，期望 {[expected[0]]}",
+                         f"called {ctx.sampler_name}.sample(1 row) -> {one}, expected {[expected[0]]}"), where=f"{ctx.sampler_name}.sample")
 
 
 # ---- S1-5 --------------------------------------------------------------------------------------------
@@ -190,8 +198,11 @@ def s_order_of_steps(ctx):
         for _ in range(draws):
             seen |= set(ctx.sample(sampler, ctx.tensor([row]), ["r"], [params], [history]))
         if seen != allowed:
-            observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
-                        f"prev_tokens={prev}) {draws} times -> tokens {sorted(seen)}, expected {sorted(allowed)}")
+            shown = ', '.join(f'{v:.3f}' for v in row)
+            observed = ctx.t(f"调用 {ctx.sampler_name}.sample([{shown}], {params_text(params)}, prev_tokens={prev}) {draws} 次 -> "
+                             f"tokens {sorted(seen)}，期望 {sorted(allowed)}",
+                             f"called {ctx.sampler_name}.sample([{shown}], {params_text(params)}, prev_tokens={prev}) {draws} "
+                             f"times -> tokens {sorted(seen)}, expected {sorted(allowed)}")
             diagnose.earlier_step_first(ctx, observed, [(row, params, prev)], stream=True,
                                         temperature=params.temperature != 1.0, penalty=params.repetition_penalty != 1.0,
                                         filters=True, order=False)

@@ -65,18 +65,19 @@ class SamplerCtx(Ctx):
         like = args[0]
         shown = ", ".join([fmt_vec(like)] + [repr(a) if not isinstance(a, torch.Tensor) else fmt_vec(a) for a in args[1:]])
         before = like.clone()
-        out = _noting(f"called {name}({shown})", self.fn(name), *args, **kwargs)
+        out = _noting(self.t("调用 ", "called ") + f"{name}({shown})", self.fn(name), *args, **kwargs)
         if not torch.equal(like, before):
-            raise Fail(f"called {name}({shown}): the input is now {fmt_vec(like)}",
+            raise Fail(self.t(f"调用 {name}({shown}) 之后，输入变成了 {fmt_vec(like)}", f"called {name}({shown}): the input is now "
+                              f"{fmt_vec(like)}"),
                        self.t(f"{name} 原地改了传给它的张量：先 clone 再改（调用方的 logits 也会被改掉）",
                               f"{name} changed the tensor it was given, in place: clone first, then edit the copy (or the "
                               f"caller's logits change too)"), hint=("p08", 2, "traps"), where=name)
         if not isinstance(out, torch.Tensor) or out.shape != like.shape or not out.is_floating_point():
-            raise Fail(f"called {name}({shown}) -> {describe(out)}",
+            raise Fail(self.t("调用 ", "called ") + f"{name}({shown}) -> {describe(out)}",
                        self.t(f"期望：一个形状为 {list(like.shape)} 的浮点张量", f"expected a floating tensor of shape {list(like.shape)}"),
                        where=name)
         if torch.isnan(out).any():
-            raise Fail(f"called {name}({shown}) -> {fmt_vec(out)}",
+            raise Fail(self.t("调用 ", "called ") + f"{name}({shown}) -> {fmt_vec(out)}",
                        self.t("结果里有 NaN", "the result holds NaN"), where=name)
         return out
 
@@ -108,7 +109,7 @@ class SamplerCtx(Ctx):
         try:
             cases = [(row, p, [int(t) for t in _history(prev)]) for row, p, prev in
                      zip(logits[:rows].float().tolist(), params, prev_tokens)]
-            explain(self, f"{called} raised {type(exc).__name__}: {str(exc).strip()[:100]}", cases)
+            explain(self, f"{called} " + self.t("抛出", "raised") + f" {type(exc).__name__}: {str(exc).strip()[:100]}", cases)
         except Explained:
             raise
         except Exception:  # noqa: BLE001 - the explainer's own probe failed: the crash is reported as it is
@@ -120,7 +121,7 @@ class SamplerCtx(Ctx):
         """sampler.sample(...) checked to be a LongTensor [B] on logits.device with ids in [0, V)."""
         batch, vocab = logits.shape
         method = f"{self.sampler_name}.sample"
-        called = (f"called {method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, "
+        called = (self.t("调用 ", "called ") + f"{method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, "
                   f"req_ids={list(req_ids)[:4]}{'...' if batch > 4 else ''}, params[0]: {params_text(params[0])})")
         history = [_history(p) for p in prev_tokens]
         try:
@@ -131,7 +132,8 @@ class SamplerCtx(Ctx):
         now = [_history(p) for p in prev_tokens]
         if now != history and not self.changed_inputs:            # a failing check names it first (earlier_step_first)
             row = next(i for i, (a, b) in enumerate(zip(history, now)) if a != b)
-            self.changed_inputs = [f"{called}: prev_tokens[{row}] went from {history[row][:12]} to {now[row][:12]}"]
+            self.changed_inputs = [self.t(f"{called}：prev_tokens[{row}] 从 {history[row][:12]} 变成了 {now[row][:12]}",
+                                          f"{called}: prev_tokens[{row}] went from {history[row][:12]} to {now[row][:12]}")]
         problems = self._output_problems(out, batch, logits.device)
         if problems:
             raise WrongOutput(f"{called} -> {describe(out)}", *problems,

@@ -59,8 +59,8 @@ def pieces_verdict(ctx, row, params, prev):
     out = ctx.vector("apply_repetition_penalty", torch.tensor(values, device=ctx.device), list(prev),
                      params.repetition_penalty)
     if not _same(out, expected):
-        return ([f"called apply_repetition_penalty({fmt_vec(values)}, prev_tokens={list(prev)[:8]}, "
-                 f"penalty={params.repetition_penalty}) -> {fmt_vec(out)}, expected {fmt_vec(expected)}"],
+        return ([ctx.t("调用 ", "called ") + f"apply_repetition_penalty({fmt_vec(values)}, prev_tokens={list(prev)[:8]}, "
+                 f"penalty={params.repetition_penalty}) -> {fmt_vec(out)}" + ctx.t("，期望 ", ", expected ") + fmt_vec(expected)],
                 ("p08", 2, "s1"), "E1.penalty")
     if params.temperature < GREEDY:
         return None
@@ -73,7 +73,8 @@ def pieces_verdict(ctx, row, params, prev):
         got = _kept(out.tolist())
         clear = label != "top_p" or oracle.cut_is_clear(tempered, -1, arg)   # a near-tie at the cut: either answer is right
         if (clear and got != _kept(after)) or (not got and _kept(after)):
-            return ([f"called {name}({fmt_vec(tempered)}, {label}={arg}) -> kept {fmt_set(got)}, expected {fmt_set(_kept(after))}"],
+            return ([ctx.t("调用 ", "called ") + f"{name}({fmt_vec(tempered)}, {label}={arg}) -> " + ctx.t(
+                         f"保留 {fmt_set(got)}，期望 {fmt_set(_kept(after))}", f"kept {fmt_set(got)}, expected {fmt_set(_kept(after))}")],
                     ("p08", 2, anchor), check_id)
         if not clear:
             return None
@@ -87,11 +88,13 @@ def stream_verdict(ctx):
     sampler = ctx.sampler()
     draws = [ctx.sample(sampler, flat, ["q"], [ctx.params(seed=21)], [[]])[0] for _ in range(8)]
     if len(set(draws)) == 1:
-        return ([f"8 draws of one request (seed=21) over 64 equal logits -> {draws}: the stream never moves"],
+        return ([ctx.t(f"一个请求（seed=21）在 64 个相等的 logits 上抽 8 次 -> {draws}：随机流一直没动",
+                       f"8 draws of one request (seed=21) over 64 equal logits -> {draws}: the stream never moves")],
                 ("p08", 1, "q6"), "I5")
     firsts = [ctx.sample(ctx.sampler(), flat, ["q"], [ctx.params(seed=s)], [[]])[0] for s in range(100, 108)]
     if len(set(firsts)) == 1:
-        return ([f"the first draw of seeds 100..107 over 64 equal logits -> {firsts}: the seed changes nothing"],
+        return ([ctx.t(f"seed 100..107 在 64 个相等的 logits 上的第一次抽取 -> {firsts}：seed 什么也没改变",
+                       f"the first draw of seeds 100..107 over 64 equal logits -> {firsts}: the seed changes nothing")],
                 ("p08", 1, "q6"), "I5")
     return None
 
@@ -111,8 +114,9 @@ def order_verdict(ctx):
     except Exception:  # noqa: BLE001 - a crash here says nothing about the order: the check reports what it saw
         return None
     if got != targets and sorted(got) == sorted(targets):
-        return ([f"called {ctx.sampler_name}.sample(4 rows, greedy and top_k=1 in turn, req_ids={ORDER_IDS}) -> {got}, "
-                 f"expected {targets}",
+        return ([ctx.t(f"调用 {ctx.sampler_name}.sample(4 行，greedy 与 top_k=1 交替，req_ids={ORDER_IDS}) -> {got}，期望 {targets}",
+                       f"called {ctx.sampler_name}.sample(4 rows, greedy and top_k=1 in turn, req_ids={ORDER_IDS}) -> {got}, "
+                       f"expected {targets}"),
                  ctx.t("每个 token 都对，但顺序变了：第 i 个输出属于 req_ids[i]",
                        "every token is right but the order is not: output i belongs to req_ids[i]")], ("p08", 1, "d6"), "S6")
     return None
@@ -167,10 +171,11 @@ def greedy_verdict(ctx):
     except Exception as exc:  # noqa: BLE001 - the learner's code may raise anything
         if isinstance(exc, NotImplementedError):
             raise
-        return ([f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) raised {type(exc).__name__}: {str(exc)[:120]}"],
+        return ([ctx.t(f"调用 sample([{fmt_vec(row)[1:-1]}], temperature=0.0) 抛出 {type(exc).__name__}: {str(exc)[:120]}",
+                       f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) raised {type(exc).__name__}: {str(exc)[:120]}")],
                 ("p08", 1, "q3"), "I3")
     if got != [1]:
-        lines = [f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) -> {got}, " + ctx.t("期望 [1]（argmax）",
+        lines = [ctx.t("调用 ", "called ") + f"sample([{fmt_vec(row)[1:-1]}], temperature=0.0) -> {got}, " + ctx.t("期望 [1]（argmax）",
                                                                                            "expected [1] (the argmax)")]
         if got == [int(torch.tensor(row).div(0.0).argmax())]:
             lines.append(ctx.t("结果正是 argmax(row / 0)：先除以温度再判断 greedy，除出来全是 ±inf",
@@ -184,8 +189,10 @@ def temperature_verdict(ctx):
     """None when 300 draws of [0, -1] at T = 0.25 fit p(token 0) = 0.982; else (lines, hint, check)."""
     fits, counts, expected = drawn_fits(ctx, [0.0, -1.0], dict(temperature=0.25), [])
     if not fits:
-        return ([f"300 draws of sample([0.0, -1.0], temperature=0.25) -> token 0 {counts[0] / 300:.3f} of the time, "
-                 f"expected {expected[0]:.3f} (softmax of row / T)"], ("p08", 2, "s3"), "E2.small_t")
+        return ([ctx.t(f"sample([0.0, -1.0], temperature=0.25) 抽 300 次 -> token 0 占 {counts[0] / 300:.3f}，"
+                       f"期望 {expected[0]:.3f}（row / T 的 softmax）",
+                       f"300 draws of sample([0.0, -1.0], temperature=0.25) -> token 0 {counts[0] / 300:.3f} of the time, "
+                       f"expected {expected[0]:.3f} (softmax of row / T)")], ("p08", 2, "s3"), "E2.small_t")
     return None
 
 
@@ -201,17 +208,22 @@ def penalty_verdict(ctx):
     """None when sample() applies the penalty to a sampled (non-greedy, unfiltered) row; else (lines, hint, check)."""
     fits, counts, expected = drawn_fits(ctx, [2.0, 0.0], dict(repetition_penalty=10.0), [0])
     if not fits:
-        return ([f"300 draws of sample([2.0, 0.0], repetition_penalty=10, prev_tokens=[0]) -> token 0 {counts[0] / 300:.3f} "
-                 f"of the time, expected {expected[0]:.3f} (2.0 / 10 = 0.2 against 0.0)"], ("p08", 2, "s1"), "E1.history")
+        return ([ctx.t(f"sample([2.0, 0.0], repetition_penalty=10, prev_tokens=[0]) 抽 300 次 -> token 0 占 {counts[0] / 300:.3f}，"
+                       f"期望 {expected[0]:.3f}（2.0 / 10 = 0.2 对 0.0）",
+                       f"300 draws of sample([2.0, 0.0], repetition_penalty=10, prev_tokens=[0]) -> token 0 {counts[0] / 300:.3f} "
+                       f"of the time, expected {expected[0]:.3f} (2.0 / 10 = 0.2 against 0.0)")], ("p08", 2, "s1"), "E1.history")
     return None
 
 
 FILTER_PROBES = [  # (row, params, the kept set a correct sample() draws from, what it shows)
-    ([math.log(p) for p in (0.5, 0.25, 0.15, 0.1)], dict(top_p=0.7), {0, 1}, "top-p keeps the token that crosses top_p"),
-    ([2.0, 1.0, 1.0, 0.0], dict(top_k=2), {0, 1, 2}, "top-k keeps every token tied with the k-th"),
-    ([1.0, 3.0, 0.0, 2.0], dict(top_k=1), {1}, "top_k=1 keeps only the largest value"),
-    ([1.0, 3.0, 0.0, 2.0], dict(top_k=2), {1, 3}, "top_k=2 keeps the two largest values, wherever they sit"),
-    ([0.7, 0.7, 0.7, 0.7], dict(top_p=0.5), 2, "top-p removes a token whose mass before is exactly top_p"),
+    ([math.log(p) for p in (0.5, 0.25, 0.15, 0.1)], dict(top_p=0.7), {0, 1},
+     ("越过 top_p 的 token 要留下", "top-p keeps the token that crosses top_p")),
+    ([2.0, 1.0, 1.0, 0.0], dict(top_k=2), {0, 1, 2}, ("和第 k 大并列的 token 都留下", "top-k keeps every token tied with the k-th")),
+    ([1.0, 3.0, 0.0, 2.0], dict(top_k=1), {1}, ("top_k=1 只留最大的值", "top_k=1 keeps only the largest value")),
+    ([1.0, 3.0, 0.0, 2.0], dict(top_k=2), {1, 3}, ("top_k=2 留下最大的两个值，不管它们在哪", "top_k=2 keeps the two largest values, "
+                                                  "wherever they sit")),
+    ([0.7, 0.7, 0.7, 0.7], dict(top_p=0.5), 2, ("之前的质量恰好等于 top_p 的 token 要删掉", "top-p removes a token whose mass before "
+                                                "is exactly top_p")),
 ]
 
 
@@ -221,14 +233,17 @@ def filter_verdict(ctx):
         params = [ctx.params(seed=700 + i, **kwargs) for i in range(60)]
         seen = set(ctx.sample(ctx.sampler(), ctx.tensor([row] * 60), [f"f{i}" for i in range(60)], params, [[]] * 60))
         if (seen != want) if isinstance(want, set) else (len(seen) != want):
-            shown = fmt_set(want) if isinstance(want, set) else f"{want} of the 4 equal tokens"
-            lines = [f"60 draws of sample([{fmt_vec(row)[1:-1]}], {', '.join(f'{k}={v}' for k, v in kwargs.items())}) -> "
-                     f"tokens {fmt_set(seen)}, expected {shown} ({rule})"]
+            shown = fmt_set(want) if isinstance(want, set) else ctx.t(f"4 个相等 token 中的 {want} 个", f"{want} of the 4 equal tokens")
+            args = ', '.join(f'{k}={v}' for k, v in kwargs.items())
+            lines = [ctx.t(f"sample([{fmt_vec(row)[1:-1]}], {args}) 抽 60 次 -> tokens {fmt_set(seen)}，期望 {shown}（{rule[0]}）",
+                           f"60 draws of sample([{fmt_vec(row)[1:-1]}], {args}) -> tokens {fmt_set(seen)}, expected {shown} "
+                           f"({rule[1]})")]
             if ctx.has_functions:                          # the learner's own piece on this very row first
                 name, arg = ("apply_top_p", kwargs["top_p"]) if "top_p" in kwargs else ("apply_top_k", kwargs["top_k"])
                 kept = _kept(ctx.vector(name, ctx.tensor(row), arg).tolist())
                 if (kept != want) if isinstance(want, set) else (len(kept) != want):
-                    return ([f"called {name}({fmt_vec(row)}, {name[6:]}={arg}) -> kept {fmt_set(kept)}, expected {shown}"],
+                    return ([ctx.t(f"调用 {name}({fmt_vec(row)}, {name[6:]}={arg}) -> 保留 {fmt_set(kept)}，期望 {shown}",
+                                   f"called {name}({fmt_vec(row)}, {name[6:]}={arg}) -> kept {fmt_set(kept)}, expected {shown}")],
                             ("p08", 1, "q4" if "top_p" in kwargs else "q5"), f"E2.{name[6:]}")
                 lines.append(ctx.t(f"你的 {name} 在这一行上是对的，但 sample() 过滤得不一样：sample() 是不是自己另写了一遍过滤？",
                                    f"your {name} is right on this row, but sample() filters differently: does sample() do "
@@ -313,9 +328,9 @@ def order_of_steps_verdict(ctx):
         matches = [ctx.t(*label) for steps, label in WRONG_ORDERS if kept_set_in_order(row, params, prev, steps) == seen]
         if not matches:                                  # (two labels can name one order's set)
             return None
-        return ([f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
-                 f"prev_tokens={prev}) 80 " + ctx.t("次", "times") + f" -> tokens {sorted(seen)}, "
-                 + ctx.t("期望", "expected") + f" {sorted(allowed)}",
+        return ([ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], "
+                 f"{params_text(params)}, prev_tokens={prev}) " + ctx.t("80 次", "80 times") + f" -> tokens {sorted(seen)}"
+                 + ctx.t("，期望 ", ", expected ") + f"{sorted(allowed)}",
                  ctx.t(f"正好是这种顺序得到的集合：{' / '.join(matches)}。",
                        f"exactly the set this order gives: {' / '.join(matches)}. ")
                  + ctx.t(*why)], hint, "S1-5")
@@ -357,7 +372,8 @@ def fix_first_line(ctx, check_id) -> str:
 def fix_first(ctx, observed, verdict, kind=Fail):
     """The failure for `observed` when `verdict` (lines, hint, check) names an earlier step."""
     lines, hint, check_id = verdict
-    culprit = lines[0].split("(")[0].replace("called ", "") if lines[0].startswith("called apply_") else None
+    culprit = (lines[0].split("(")[0].replace("called ", "").replace("调用 ", "")
+               if lines[0].startswith(("called apply_", "调用 apply_")) else None)
     first = [fix_first_line(ctx, check_id)] if check_id else []
     return kind(observed, *lines, *first, hint=hint, where=culprit or f"{ctx.sampler_name}.sample")
 
