@@ -17,7 +17,7 @@ import torch
 
 from course import oracle
 from course.grader.checks import RAISE_AS_IS, Explained, Fail, WrongOutput, fmt_set, fmt_vec
-from tests.p08.context import crash_explainer, params_text
+from tests.p08.context import STEP_OF, crash_explainer, fix_first_line, params_text  # noqa: F401 (STEP_OF: re-exported)
 from tests.p08.draws import counts_of, draws_of, worst_z
 
 GREEDY = 1e-5
@@ -343,30 +343,6 @@ def explain_crash(ctx, observed, cases):
     for row, params, prev in cases:
         if verdict := pieces_verdict(ctx, row, params, prev):
             raise fix_first(ctx, observed, verdict, Explained)
-
-
-STEP_OF = {  # check id -> (zh, en): the step of the stub whose rule that check grades, as a fix-first line names it
-    "E1.penalty": ("第 1 步 apply_repetition_penalty", "step 1, apply_repetition_penalty"),
-    "E1.history": ("第 1 步：sample() 里的 penalty", "step 1, the penalty inside sample()"),
-    "E1.greedy": ("第 1-2 步：penalty 在 greedy 判断之前", "steps 1-2, the penalty before the greedy test"),
-    "I3": ("第 2 步：greedy 判断", "step 2, the greedy test"),
-    "E2.small_t": ("第 3 步：温度", "step 3, the temperature"),
-    "E2.temperature": ("第 3 步：温度", "step 3, the temperature"),
-    "E2.top_k": ("第 4 步 apply_top_k", "step 4, apply_top_k"),
-    "E2.top_p": ("第 5 步 apply_top_p", "step 5, apply_top_p"),
-    "S6": ("第 6 步：sample() 的返回值", "step 6, what sample() returns"),
-    "I5": ("第 6 步：每个请求自己的 generator", "step 6, each request's own generator"),
-    "I2": ("不改调用方的输入", "leaving the caller's inputs untouched"),
-    "S1-5": ("步骤的顺序（penalty → greedy → 温度 → top-k → top-p）",
-             "the order of the steps (penalty, greedy, temperature, top-k, top-p)"),
-}
-
-
-def fix_first_line(ctx, check_id) -> str:
-    """'the cause is step 5, apply_top_p: fix E2.top_p first': the root cause's step and its check, in one line (the
-    report's `next:` line repeats it)."""
-    zh, en = STEP_OF.get(check_id, (f"{check_id} 检查的那条规则", f"the rule {check_id} checks"))
-    return ctx.t(f"原因在{zh}：先修好 {check_id}", f"the cause is {en}: fix {check_id} first")
 
 
 def fix_first(ctx, observed, verdict, kind=Fail):
