@@ -102,6 +102,7 @@ _CALLED = re.compile(r"^(?:called|调用) ([A-Za-z_]\w*)\(")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?")
 # evidence lines that hold only numbers of one draw (the same words under different causes): not a cause by themselves
 _EVIDENCE_ONLY = re.compile(r"^token #: (?:observed|观测)")
+DIAGNOSIS_CHARS = 60     # a last line this long is a diagnosis sentence, not a value: the same one is one cause
 
 
 def root_of(result):
@@ -133,6 +134,8 @@ def cause_keys(result) -> list:
     explained = [line for line in explained if not _EVIDENCE_ONLY.match(line)]
     if explained:
         keys.append(("same", result.where, tuple(explained)))
+    if explained and len(explained[-1]) >= DIAGNOSIS_CHARS:       # the same diagnosis sentence, its numbers aside
+        keys.append(("diagnosis", result.where, explained[-1]))
     return keys
 
 

@@ -53,7 +53,7 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
         if mismatch is None:
             continue
         lines, hint = mismatch, ("p08", 1, "q7")
-        diagnose.earlier_step_first(ctx, ctx.t(f"场景 '{name}'：", f"scenario '{name}': ") + lines[0])              # e.g. the output's order
+        diagnose.earlier_step_first(ctx, ctx.t(f"场景 '{name}'：", f"scenario '{name}': ") + lines[0], stream=True, order=False)              # e.g. the output's order
         if name.startswith("seed=0") and first_mismatch(ctx, [("z1", P(seed=1, top_k=20), 7)], traffic, n, vocab) is None:
             why = ctx.t("同样的场景 seed=1 没问题，seed=0 就不行：0 也是一个 seed（`if not seed` / `if params.seed:` 把 0 当成了没有 seed，要写 `is None`）",
                         "the same scenario with seed=1 passes, with seed=0 it fails: 0 is a seed too (`if not seed` / "

@@ -335,7 +335,7 @@ def e3_alone_vs_mixed(ctx):
             raise Fail(ctx.t(f"q（seed=7）单独：{alone}；在第二个 {ctx.sampler_name} 里：{mixed}；第 0 步就不同，那时 q 是单独的",
                              f"q (seed=7) alone: {alone}; in a second {ctx.sampler_name}: {mixed}; they differ at step 0, "
                              f"where q is alone"),
-                       why, hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
+                       why, diagnose.fix_first_line(ctx, "I5"), hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
         observed = ctx.t(f"q（seed=7）单独：{alone}；混合：{mixed}；第一次不同在第 {step} 步，batch {batches[step]}",
                          f"q (seed=7) alone: {alone}; mixed: {mixed}; first difference at step {step}, batch {batches[step]}")
         diagnose.earlier_step_first(ctx, observed)                                       # e.g. the output's order

@@ -91,6 +91,23 @@ def stream_verdict(ctx):
         return ([ctx.t(f"一个请求（seed=21）在 64 个相等的 logits 上抽 8 次 -> {draws}：随机流一直没动",
                        f"8 draws of one request (seed=21) over 64 equal logits -> {draws}: the stream never moves")],
                 ("p08", 1, "q6"), "I5")
+    again = [ctx.sample(replay, flat, ["q"], [ctx.params(seed=21)], [[]])[0] for replay in [ctx.sampler()] for _ in range(8)]
+    if again != draws:                                       # a fresh sampler must replay the seed's stream
+        state = torch.get_rng_state()
+        try:
+            seeded = []
+            for seed in (1, 1, 2):
+                torch.manual_seed(seed)
+                seeded.append([ctx.sample(ctx.sampler(), flat, ["q"], [ctx.params(seed=21)], [[]])[0] for _ in range(3)])
+        finally:
+            torch.set_rng_state(state)
+        why = (ctx.t("它跟着 torch 的全局随机状态走（torch.manual_seed 决定它，seed 不决定）：用这个请求自己的 generator 抽",
+                     "it follows torch's global random state (torch.manual_seed decides it, the seed does not): draw from the "
+                     "request's own generator") if seeded[0] == seeded[1] != seeded[2] else
+               ctx.t("同一个 seed 在新的 sampler 里要重放同样的随机流", "the same seed in a fresh sampler must replay the same stream"))
+        return ([ctx.t(f"一个请求（seed=21）在 64 个相等的 logits 上抽 8 次 -> {draws}；在另一个新的 sampler 里 -> {again}：{why}",
+                       f"8 draws of one request (seed=21) over 64 equal logits -> {draws}; in another fresh sampler -> {again}: "
+                       f"{why}")], ("p08", 1, "q6"), "I5")
     firsts = [ctx.sample(ctx.sampler(), flat, ["q"], [ctx.params(seed=s)], [[]])[0] for s in range(100, 108)]
     if len(set(firsts)) == 1:
         return ([ctx.t(f"seed 100..107 在 64 个相等的 logits 上的第一次抽取 -> {firsts}：seed 什么也没改变",

@@ -49,7 +49,11 @@ def test_a_single_bug_p08_report_stays_short(mutant, tmp_path):
     assert last.startswith("next: "), last
 
 
-@pytest.mark.parametrize("mutant", [pytest.param(m, id=m.name) for m in mutants_feedback_fast.SINGLE_BUGS])
+FAST_BUGS = [pytest.param(m, marks=() if m.name in mutants_feedback_fast.DEFAULT else pytest.mark.slow, id=m.name)
+             for m in mutants_feedback_fast.SINGLE_BUGS]
+
+
+@pytest.mark.parametrize("mutant", FAST_BUGS)
 def test_a_single_bug_p08_fast_report_stays_short(mutant, tmp_path):
     """p08-fast's solution is being restructured: a patch that no longer applies skips, saying so (re-target it)."""
     try:

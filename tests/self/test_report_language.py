@@ -11,10 +11,9 @@ from tests.self.test_report_causes import by_name, report_of
 MAX_ENGLISH_SHARE = 0.03
 
 # Terms the Chinese text keeps in English on purpose (as the hints and the notebook write them): they are not prose.
-TERMS = {"token", "tokens", "seed", "seeds", "batch", "greedy", "penalty", "top", "generator", "generators", "logits", "softmax",
-         "argmax", "sampler", "multinomial", "dtype", "tensor", "float", "int", "long", "inf", "nan", "cumsum", "free",
-         "sample", "clone", "torch", "route", "window", "exact", "plain", "certain", "nucleus", "epsilon", "id", "ids",
-         "req", "prev", "mass", "before", "probs", "list", "set", "pad", "max", "min", "topk", "sort", "sum", "off"}
+TERMS = {"token", "tokens", "seed", "seeds", "batch", "greedy", "penalty", "top", "generator", "generators", "logits",
+         "softmax", "argmax", "sampler", "multinomial", "dtype", "tensor", "torch", "nucleus", "epsilon", "route",
+         "window", "inf", "nan", "id", "ids", "free", "sample", "cumsum"}
 _WORD = re.compile(r"^[A-Za-z][a-z]*(?:'[a-z]+)?$")
 
 
@@ -43,7 +42,7 @@ def is_english_prose(line: str) -> bool:
 
 def test_the_heuristic_tells_prose_from_code():
     assert is_english_prose("      the stream never moves")
-    assert is_english_prose("      q (seed=7) alone: [0, 5]; mixed: [0, 0]; first difference at step 1, batch ['b', 'q']")
+    assert is_english_prose("      q (seed=7) alone: [0, 5]; mixed: [0, 0]; first difference at step 1, batch ['b']")
     assert not is_english_prose("      called apply_top_p([-0.6931, -1.386], top_p=0.7) -> kept {0}, expected {0, 1}")
     assert not is_english_prose("      位置 mine/p08_sampler.py:36")
     assert not is_english_prose("      apply_repetition_penalty 抛出 IndexError: tensors used as indices must be long")
@@ -52,11 +51,11 @@ def test_the_heuristic_tells_prose_from_code():
 
 # buggy files of every kind: pieces, the order of the steps, streams, batches, the output, a crash
 ZH_FILES = ["drop_crossing_token", "new_generator_every_step", "one_generator_for_batch", "global_rng_seen_alone",
-            "seed_zero_is_unseeded", "temperature_floored", "column_output", "divide_before_greedy", "free_keeps_generator",
-            "temperature_after_filters", "empty_history_crash_seen_by_e2_off", "penalty_twice", "history_ignored",
-            "batch_max_top_k_seen_by_i6"]
-DEFAULT = {"one_generator_for_batch", "new_generator_every_step", "column_output", "empty_history_crash_seen_by_e2_off",
-           "free_keeps_generator"}
+            "seed_zero_is_unseeded", "temperature_floored", "column_output", "divide_before_greedy",
+            "free_keeps_generator", "temperature_after_filters", "empty_history_crash_seen_by_e2_off", "penalty_twice",
+            "history_ignored", "batch_max_top_k_seen_by_i6"]
+DEFAULT = {"one_generator_for_batch", "new_generator_every_step", "column_output", "free_keeps_generator",
+           "empty_history_crash_seen_by_e2_off"}                                  # the others: -m slow (a grade each)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in DEFAULT else pytest.mark.slow) for n in ZH_FILES])
