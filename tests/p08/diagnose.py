@@ -83,7 +83,17 @@ def pieces_verdict(ctx, row, params, prev):
 
 
 def stream_verdict(ctx):
-    """None when a seeded request's stream moves and seeds matter; else (lines, hint, check)."""
+    """None when a seeded request's stream moves and seeds matter (or sample() crashes on the probe: a crash says
+    nothing about the stream, the check reports what it saw); else (lines, hint, check)."""
+    try:
+        return _stream_verdict(ctx)
+    except RAISE_AS_IS:
+        raise
+    except Exception:  # noqa: BLE001 - the learner's code may raise anything
+        return None
+
+
+def _stream_verdict(ctx):
     flat = torch.zeros(1, 64, device=ctx.device)
     sampler = ctx.sampler()
     draws = [ctx.sample(sampler, flat, ["q"], [ctx.params(seed=21)], [[]])[0] for _ in range(8)]

@@ -97,3 +97,30 @@ def test_a_crash_is_reported_at_the_line_that_raised(tmp_path):
     assert result.status == "error" and result.where == f"{impl}:{raised[0]}" or \
         (result.where or "").endswith(f":{raised[0]}"), (result.where, raised, result.lines)
     assert "apply_repetition_penalty raised IndexError" in result.lines[0], result.lines
+
+
+def test_the_collapser_shows_each_cause_once():
+    """Synthetic results, no grading: a check named as the cause, a later "fix X first", the same function wrong, the
+    same crash, the same explanation with other numbers; each later one is a name on its cause's one line."""
+    from course.grader.runner import Result
+
+    def fail(cid, *lines, where="f.py:60", status="fail"):
+        return Result(cid, status, list(lines), where=where)
+
+    top_p = "called apply_top_p([1, 2], top_p=0.7) -> kept {0}, expected {0, 1}"
+    shape = "its shape is [1, 1], it must be [1]"
+    results = [fail("E2.top_p", top_p, "why", where="f.py:36"),
+               fail("E2.trace", top_p.replace("0.7", "0.6"), where="f.py:36"),
+               fail("I6", "draws", top_p, "the cause is step 5, apply_top_p: fix E2.top_p first", where="f.py:36"),
+               fail("E3", "called Sampler.sample(logits [1, 4]) -> tensor(shape=[1, 1])", shape),
+               fail("I1", "called Sampler.sample(logits [7, 4]) -> tensor(shape=[7, 1])", shape.replace("1", "7")),
+               fail("I4", "apply_top_k raised IndexError: x", "called apply_top_k(...)", status="error"),
+               fail("S0", "apply_top_k raised IndexError: x", "called apply_top_k(other)", status="error")]
+    collapser = report.Collapser("en", verbose=False, color=False)
+    shown = [line for r in results for line in collapser.render(r, None) if line.startswith("  ✗")]
+    assert [line.split()[1] for line in shown] == ["E2.top_p", "E3", "I4"], shown
+    assert collapser.tail() == ["  ✗ the same cause as E2.top_p blocks 2 more checks: E2.trace, I6",
+                                "  ✗ the same cause as E3 blocks 1 more check: I1",
+                                "  ✗ the same cause as I4 blocks 1 more check: S0"]
+    last = report.next_line(results[2], None, "en")
+    assert last.startswith("next: the cause is step 5, apply_top_p: fix E2.top_p first"), last

@@ -65,3 +65,9 @@ def test_a_chinese_grade_holds_almost_no_english_prose(name, tmp_path):
     english = [line for line in lines + [last] if is_english_prose(line)]
     assert len(english) <= MAX_ENGLISH_SHARE * len(lines + [last]), "\n".join(english)
     assert ", " not in "".join(line.split("：", 1)[-1] for line in lines if "项检查没通过" in line)
+
+
+def test_the_chinese_summary_joins_names_with_the_enumeration_comma():
+    from course.grader import report
+    assert report.summary(1, 3, ["E1 甲", "E2 乙"], "zh", False)[0] == "未通过：E1 甲、E2 乙"
+    assert report.summary(1, 3, ["E1 a", "E2 b"], "en", False)[0] == "failed: E1 a, E2 b"
