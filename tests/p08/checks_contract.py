@@ -66,8 +66,9 @@ def fp32_also_wrong(ctx, observed, row, top_p, allowed, seen32):
     befores = [sum(probs[t] for t in order[:rank]) for rank in range(1, len(order))]
     rank = min(range(len(befores)), key=lambda r: abs(befores[r] - top_p)) + 1    # the cut nearest to top_p
     before = befores[rank - 1]
-    margin = ctx.t(f"token {order[rank]} 之前的概率和是 {before:.6f}，离 top_p = {top_p} 只有 {abs(before - top_p):.1e}",
-                   f"the mass before token {order[rank]} is {before:.6f}, {abs(before - top_p):.1e} from top_p = {top_p}")
+    margin = ctx.t(f"排第 {rank + 1} 的 token（id {order[rank]}）之前的概率和是 {before:.6f}，离 top_p = {top_p} 只有 "
+                   f"{abs(before - top_p):.1e}", f"the mass before the token ranked {rank + 1} (id {order[rank]}) is {before:.6f}, "
+                   f"{abs(before - top_p):.1e} from top_p = {top_p}")
     if ctx.has_functions:
         def kept_by(values, p):
             return kept_ids(ctx.vector("apply_top_p", values, p))
