@@ -175,9 +175,10 @@ class Collapser:
         out = []
         for first, ids in self.repeats.items():
             mark, n = _color("31", "✗", self.color), len(ids)
+            marked = [f"{mark} {cid}" for cid in ids]         # each blocked check keeps its ✗, as on its own line
             out += [f"  {line}" for line in fold(pick(
-                self.lang, f"{mark} 与 {first} 同一个原因，还有 {n} 项检查没通过：{'、'.join(ids)}",
-                f"{mark} the same cause as {first} blocks {n} more check{'s' if n > 1 else ''}: {', '.join(ids)}"))]
+                self.lang, f"{mark} 与 {first} 同一个原因，还有 {n} 项检查没通过：{'、'.join(marked)}",
+                f"{mark} the same cause as {first} blocks {n} more check{'s' if n > 1 else ''}: {', '.join(marked)}"))]
         return out
 
 

@@ -161,10 +161,10 @@ class SamplerCtx(Ctx):
                                           f"{called}: prev_tokens[{row}] went from {history[row][:12]} to {now[row][:12]}")]
         problems = self._output_problems(out, batch, logits.device)
         if problems:
-            raise WrongOutput(f"{called} -> {describe(out)}", *problems,
+            raise WrongOutput(f"{called} -> {describe(out)}",     # what is wrong comes last: the same wrong value is one cause
                               self.t("sample() 的返回值：LongTensor，形状 [B]，和 logits 在同一设备上，第 i 个是 req_ids[i] 的 token",
                                      "sample() returns a LongTensor of shape [B] on the logits' device, row i = req_ids[i]'s "
-                                     "token"), fix_first_line(self, "S6"), hint=("p08", 1, "d6"), where=method)
+                                     "token"), *problems, hint=("p08", 1, "d6"), where=method)
         tokens = out.tolist()
         bad = [i for i, t in enumerate(tokens) if not 0 <= t < vocab]
         if bad:

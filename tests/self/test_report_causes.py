@@ -109,18 +109,21 @@ def test_the_collapser_shows_each_cause_once():
 
     top_p = "called apply_top_p([1, 2], top_p=0.7) -> kept {0}, expected {0, 1}"
     shape = "its shape is [1, 1], it must be [1]"
+    contract = "sample() returns a LongTensor of shape [B]"
     results = [fail("E2.top_p", top_p, "why", where="f.py:36"),
                fail("E2.trace", top_p.replace("0.7", "0.6"), where="f.py:36"),
                fail("I6", "draws", top_p, "the cause is step 5, apply_top_p: fix E2.top_p first", where="f.py:36"),
-               fail("E3", "called Sampler.sample(logits [1, 4]) -> tensor(shape=[1, 1])", shape),
-               fail("I1", "called Sampler.sample(logits [7, 4]) -> tensor(shape=[7, 1])", shape.replace("1", "7")),
+               fail("E3", "called Sampler.sample(logits [1, 4]) -> tensor(shape=[1, 1])", contract, shape),
+               fail("I1", "called Sampler.sample(logits [7, 4]) -> tensor(shape=[7, 1])", contract,
+                    shape.replace("1", "7")),
+               fail("I5", "called Sampler.sample(logits [2, 4]) -> list", contract, "it returned a list, not a tensor"),
                fail("I4", "apply_top_k raised IndexError: x", "called apply_top_k(...)", status="error"),
                fail("S0", "apply_top_k raised IndexError: x", "called apply_top_k(other)", status="error")]
     collapser = report.Collapser("en", verbose=False, color=False)
     shown = [line for r in results for line in collapser.render(r, None) if line.startswith("  ✗")]
-    assert [line.split()[1] for line in shown] == ["E2.top_p", "E3", "I4"], shown
-    assert collapser.tail() == ["  ✗ the same cause as E2.top_p blocks 2 more checks: E2.trace, I6",
-                                "  ✗ the same cause as E3 blocks 1 more check: I1",
-                                "  ✗ the same cause as I4 blocks 1 more check: S0"]
+    assert [line.split()[1] for line in shown] == ["E2.top_p", "E3", "I5", "I4"], shown
+    assert collapser.tail() == ["  ✗ the same cause as E2.top_p blocks 2 more checks: ✗ E2.trace, ✗ I6",
+                                "  ✗ the same cause as E3 blocks 1 more check: ✗ I1",
+                                "  ✗ the same cause as I4 blocks 1 more check: ✗ S0"]
     last = report.next_line(results[2], None, "en")
     assert last.startswith("next: the cause is step 5, apply_top_p: fix E2.top_p first"), last
