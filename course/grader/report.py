@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 
@@ -92,40 +93,90 @@ def render_result(result, check, lang: str, verbose: bool, color: bool) -> list:
     return out
 
 
+# "fix E2.top_p first" / "先修好 E2.top_p": a failure that names another check as its cause (tests/p08/diagnose.py)
+ROOT_EN = re.compile(r"fix ([\w.\-]+) first")
+ROOT_ZH = re.compile(r"先修好 ([\w.\-]+)")
+_CALLED = re.compile(r"^(?:called|调用) ([A-Za-z_]\w*)\(")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?")
+# evidence lines that hold only numbers of one draw (the same words under different causes): not a cause by themselves
+_EVIDENCE_ONLY = re.compile(r"^token #: (?:observed|观测)")
+DIAGNOSIS_CHARS = 60     # a last line this long is a diagnosis sentence, not a value: the same one is one cause
+
+
+def root_of(result):
+    """(check id, the line that names it) when the failure says that another check's rule is its cause; else None."""
+    for line in result.lines or ():
+        found = ROOT_EN.search(line) or ROOT_ZH.search(line)
+        if found and found[1] != result.id:
+            return found[1], line
+    return None
+
+
+def cause_keys(result) -> list:
+    """The keys under which a failure's cause is known. Two failures that share a key have one cause: the same
+    missing step, the same crash at the same line, the same function of the learner's returning wrong values (the
+    same `where`), the same explanation (its numbers aside) at the same place, or the same check named as the cause
+    ("fix X first"), which is also the cause of check X's own failure."""
+    if result.passed or result.status == "skip" or not result.lines:
+        return []
+    if result.status != "fail":
+        return [(result.status, result.lines[0], result.where)]
+    keys = []
+    if root := root_of(result):
+        keys.append(("root", root[0]))
+    keys.append(("root", result.id))
+    named = [m[1] for m in map(_CALLED.match, result.lines) if m]
+    if result.where and any(name != "sample" for name in named):
+        keys.append(("where", result.where))
+    explained = [_NUMBER.sub("#", line) for line in result.lines[1:]]
+    explained = [line for line in explained if not _EVIDENCE_ONLY.match(line)]
+    if explained:
+        keys.append(("same", result.where, tuple(explained)))
+    if explained and len(explained[-1]) >= DIAGNOSIS_CHARS:       # the same diagnosis sentence, its numbers aside
+        keys.append(("diagnosis", result.where, explained[-1]))
+    return keys
+
+
 class Collapser:
-    """Renders results one by one. A root cause shared by several checks (the same missing step, the same crash at
-    the same line, the same wrong return value) is shown once, under the first check it blocks; the later checks
-    it blocks are listed on one line at the end."""
+    """Renders results one by one, one block per cause. A cause shared by several checks (the same missing step, the
+    same crash at the same line, the same wrong return value, the same check named as the cause) is shown once,
+    under the first check it blocks; the later checks it blocks are listed on one line per cause at the end."""
 
     def __init__(self, lang: str, verbose: bool, color: bool):
         self.lang, self.verbose, self.color = lang, verbose, color
-        self.first = {}          # key -> id of the first check that showed it
-        self.repeats = {}        # key -> [ids of later checks with the same cause]
+        self.cause = {}          # key -> id of the check whose block shows that cause
+        self.first = {}          # cause id -> the same (kept for callers that read it)
+        self.repeats = {}        # cause id -> [ids of later checks with the same cause]
 
     @staticmethod
     def key(result):
-        if result.passed or result.status == "skip" or not result.lines:
-            return None
-        text = result.lines[0] if result.status != "fail" else "\n".join(result.lines)
-        return result.status, text, result.where
+        keys = cause_keys(result)
+        return keys[0] if keys else None
 
     def render(self, result, check) -> list:
-        if self.verbose or (key := self.key(result)) is None:
+        keys = [] if self.verbose else cause_keys(result)
+        if not keys:
             return render_result(result, check, self.lang, self.verbose, self.color)
-        if key not in self.first:
-            self.first[key] = result.id
+        known = next((self.cause[k] for k in keys if k in self.cause), None)
+        if known is None:
+            for k in keys:
+                self.cause[k] = result.id
+            self.first[result.id] = result.id
             return render_result(result, check, self.lang, self.verbose, self.color)
-        self.repeats.setdefault(key, []).append(result.id)
+        for k in keys:
+            self.cause.setdefault(k, known)
+        self.repeats.setdefault(known, []).append(result.id)
         return []
 
     def tail(self) -> list:
+        """One line per cause that blocks more checks than the one it is shown under."""
         out = []
-        for key, ids in self.repeats.items():
-            mark, first, shown = _color("31", "✗", self.color), self.first[key], ", ".join(ids)
-            out.append(pick(self.lang, f"  {mark} 与 {first} 同一个原因，还有 {len(ids)} 项检查没通过：",
-                            f"  {mark} the same cause as {first} blocks {len(ids)} more "
-                            f"check{'s' if len(ids) > 1 else ''}:"))
-            out += [f"      {line}" for line in fold(shown)]
+        for first, ids in self.repeats.items():
+            mark, n = _color("31", "✗", self.color), len(ids)
+            marked = [f"{mark} {cid}" for cid in ids]         # each blocked check keeps its ✗, as on its own line
+            out += [f"  {line}" for line in fold(pick(
+                self.lang, f"{mark} 与 {first} 同一个原因，还有 {n} 项检查没通过：{'、'.join(marked)}",
+                f"{mark} the same cause as {first} blocks {n} more check{'s' if n > 1 else ''}: {', '.join(marked)}"))]
         return out
 
 
@@ -143,7 +194,8 @@ def printed_line(lines: int, lang: str) -> str:
 
 
 def next_line(result, check, lang: str) -> str:
-    """The report's last line when something failed: the first thing to work on, and the hint that helps."""
+    """The report's last line when something failed: the first thing to work on (the root cause the first block
+    names, when it names another check), and the hint that helps."""
     command = ""
     if hint := hint_of(result, check):
         cmd, label = hint_command(hint, lang)
@@ -152,6 +204,8 @@ def next_line(result, check, lang: str) -> str:
         what = result.lines[0].removeprefix("not implemented yet: ").removeprefix("尚未实现：")
         return clip(pick(lang, f"下一步：写 {what}" + (f" — {command}" if command else ""),
                          f"next: write {what}" + (f" — {command}" if command else "")))
+    if root := root_of(result):
+        return clip(pick(lang, f"下一步：{root[1]}", f"next: {root[1]}") + (f" — {command}" if command else ""))
     title = check.title(lang) if check else result.id
     return clip(pick(lang, f"下一步：修好 {title}" + (f" — {command}" if command else ""),
                      f"next: fix {title}" + (f" — {command}" if command else "")))
@@ -178,7 +232,7 @@ def summary(passed: int, total: int, failed_titles: list, lang: str, color: bool
     if failed_titles:
         shown = (failed_titles if len(failed_titles) <= 4
                  else list(dict.fromkeys(t.split(" ")[0] for t in failed_titles)))
-        out.append(pick(lang, "未通过：", "failed: ") + ", ".join(shown))
+        out.append(pick(lang, "未通过：" + "、".join(shown), "failed: " + ", ".join(shown)))
     line = pick(lang, f"{passed}/{total} 项检查通过", f"{passed}/{total} checks passed")
     out.append(_color("32" if passed == total and total else "31", line, color))
     return out

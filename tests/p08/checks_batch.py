@@ -53,7 +53,7 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
         if mismatch is None:
             continue
         lines, hint = mismatch, ("p08", 1, "q7")
-        diagnose.earlier_step_first(ctx, f"scenario '{name}': {lines[0]}")              # e.g. the output's order
+        diagnose.earlier_step_first(ctx, ctx.t(f"场景 '{name}'：", f"scenario '{name}': ") + lines[0], stream=True, order=False)              # e.g. the output's order
         if name.startswith("seed=0") and first_mismatch(ctx, [("z1", P(seed=1, top_k=20), 7)], traffic, n, vocab) is None:
             why = ctx.t("同样的场景 seed=1 没问题，seed=0 就不行：0 也是一个 seed（`if not seed` / `if params.seed:` 把 0 当成了没有 seed，要写 `is None`）",
                         "the same scenario with seed=1 passes, with seed=0 it fails: 0 is a seed too (`if not seed` / "
@@ -106,7 +106,7 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
             if unseeded_peer:
                 why += ctx.t("（这里唯一的同伴没有 seed：没 seed 的请求用共享 generator，不能动到带 seed 的）",
                              " (the only peer here is unseeded: unseeded requests use the shared generator, never a seeded one's)")
-        raise Fail(f"scenario '{name}': {lines[0]}", lines[1], why, hint=hint, where=f"{ctx.sampler_name}.sample")
+        raise Fail(ctx.t(f"场景 '{name}'：", f"scenario '{name}': ") + lines[0], lines[1], why, hint=hint, where=f"{ctx.sampler_name}.sample")
 
 
 def crash_in_batch(ctx, vocab):
@@ -142,21 +142,25 @@ def first_mismatch(ctx, group, traffic, steps, vocab, warmup=0):
         if (peer := getattr(exc, "freed", None)) is not None:
             kind = ctx.t("没有 seed，没有 generator", "unseeded: it has no generator") if peer.params.seed is None else \
                 ctx.t(f"seed={peer.params.seed}", f"seed={peer.params.seed}")
-            raise Fail(f"{ctx.sampler_name}.free({peer.req_id!r}) raised {type(exc).__name__}: {str(exc)[:100]} ({kind})",
+            raise Fail(f"{ctx.sampler_name}.free({peer.req_id!r}) " + ctx.t("抛出", "raised") + f" {type(exc).__name__}: "
+                       f"{str(exc)[:100]} ({kind})",
                        ctx.t("free 一个没有 generator 的 id（没 seed 的、从没采样过的、已经 free 过的）什么也不做：用 dict.pop(req_id, None)",
                              "free of an id that has no generator (unseeded, never sampled, or freed already) does nothing: "
                              "dict.pop(req_id, None)"), hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.free") from None
         for req_id, params, row_seed in group:
             drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, steps, vocab, ctx.device)
-        return [f"in mixed batches {ctx.sampler_name}.sample raised {type(exc).__name__}: {str(exc)[:100]}",
-                f"(batch of the failing step: {log[-1][1] if log else '?'})"]
+        return [ctx.t(f"在混合的 batch 里 {ctx.sampler_name}.sample 抛出 {type(exc).__name__}: {str(exc)[:100]}",
+                      f"in mixed batches {ctx.sampler_name}.sample raised {type(exc).__name__}: {str(exc)[:100]}"),
+                ctx.t(f"（出错那一步的 batch：{log[-1][1] if log else '?'}）", f"(batch of the failing step: {log[-1][1] if log else '?'})")]
     for req_id, params, row_seed in group:
         alone = drive.solo(ctx.sampler, sample_fn(ctx), req_id, params, row_seed, steps, vocab, ctx.device)
         if together[req_id] != alone:
             step = next(i for i, (a, b) in enumerate(zip(alone, together[req_id])) if a != b)
-            return Mismatch([f"request {req_id!r} ({params_text(params)}) alone -> {alone}",
-                             f"in shuffled batches -> {together[req_id]}; first difference at its draw {step}, "
-                             f"batch {[ids for _, ids in log if req_id in ids][step]}"],
+            batch = [ids for _, ids in log if req_id in ids][step]
+            return Mismatch([ctx.t(f"请求 {req_id!r}（{params_text(params)}）单独 -> {alone}",
+                                   f"request {req_id!r} ({params_text(params)}) alone -> {alone}"),
+                             ctx.t(f"在打乱的 batch 里 -> {together[req_id]}；第一次不同在它的第 {step} 次抽取，batch {batch}",
+                                   f"in shuffled batches -> {together[req_id]}; first difference at its draw {step}, batch {batch}")],
                             params, row_seed, alone[:step], together[req_id][step])
     return None
 

@@ -1,5 +1,5 @@
 """Acceptance checks on the sampler's contract: fp32 for low-precision input (S0), the output (S6),
-and the order of the six steps (S1-5)."""
+and the order of the steps (S1-5)."""
 import math
 
 import torch
@@ -37,9 +37,11 @@ def s0_low_precision_logits_in_fp32(ctx):
             for _ in range(60):
                 seen |= set(ctx.sample(sampler, logits, ["r"], [params], [[]]))
             if seen != allowed:
-                observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.6g}' for v in logits[0].tolist())}] "
-                            f"{str(dtype)[6:]}, top_p={top_p}) 60 times -> tokens {sorted(seen)}, expected {sorted(allowed)} "
-                            f"(fp32 probabilities {[round(p, 5) for p in expected]})")
+                shown, fp32 = ', '.join(f'{v:.6g}' for v in logits[0].tolist()), [round(p, 5) for p in expected]
+                observed = ctx.t(f"调用 {ctx.sampler_name}.sample([{shown}] {str(dtype)[6:]}, top_p={top_p}) 60 次 -> tokens "
+                                 f"{sorted(seen)}，期望 {sorted(allowed)}（fp32 的概率 {fp32}）",
+                                 f"called {ctx.sampler_name}.sample([{shown}] {str(dtype)[6:]}, top_p={top_p}) 60 times -> "
+                                 f"tokens {sorted(seen)}, expected {sorted(allowed)} (fp32 probabilities {fp32})")
                 as_fp32, fp32_sampler = ctx.tensor([[float(v) for v in logits[0].tolist()]]), ctx.sampler()
                 seen32 = set()
                 for _ in range(60):
@@ -64,8 +66,9 @@ def fp32_also_wrong(ctx, observed, row, top_p, allowed, seen32):
     befores = [sum(probs[t] for t in order[:rank]) for rank in range(1, len(order))]
     rank = min(range(len(befores)), key=lambda r: abs(befores[r] - top_p)) + 1    # the cut nearest to top_p
     before = befores[rank - 1]
-    margin = ctx.t(f"token {order[rank]} 之前的概率和是 {before:.6f}，离 top_p = {top_p} 只有 {abs(before - top_p):.1e}",
-                   f"the mass before token {order[rank]} is {before:.6f}, {abs(before - top_p):.1e} from top_p = {top_p}")
+    margin = ctx.t(f"排第 {rank + 1} 的 token（id {order[rank]}）之前的概率和是 {before:.6f}，离 top_p = {top_p} 只有 "
+                   f"{abs(before - top_p):.1e}", f"the mass before the token ranked {rank + 1} (id {order[rank]}) is {before:.6f}, "
+                   f"{abs(before - top_p):.1e} from top_p = {top_p}")
     if ctx.has_functions:
         def kept_by(values, p):
             return kept_ids(ctx.vector("apply_top_p", values, p))
@@ -113,9 +116,13 @@ def temperature_kept_exact(ctx, dtype):
     if seen == allowed:
         return
     name = str(dtype)[6:]
-    observed = (f"called {ctx.sampler_name}.sample([1, 0] {name} x {S0_DRAWS} rows, temperature={S0_TEMPERATURE}, "
-                f"top_p={top_p}) -> tokens {sorted(seen)}, expected {sorted(allowed)} (p0 = {_p0(S0_TEMPERATURE):.6f} at "
-                f"T = {S0_TEMPERATURE}, {_p0(rounded):.6f} at T = {rounded})")
+    p_right, p_rounded = f"{_p0(S0_TEMPERATURE):.6f}", f"{_p0(rounded):.6f}"
+    observed = ctx.t(f"调用 {ctx.sampler_name}.sample([1, 0] {name} x {S0_DRAWS} 行, temperature={S0_TEMPERATURE}, "
+                     f"top_p={top_p}) -> tokens {sorted(seen)}，期望 {sorted(allowed)}（T = {S0_TEMPERATURE} 时 p0 = {p_right}，"
+                     f"T = {rounded} 时 {p_rounded}）",
+                     f"called {ctx.sampler_name}.sample([1, 0] {name} x {S0_DRAWS} rows, temperature={S0_TEMPERATURE}, "
+                     f"top_p={top_p}) -> tokens {sorted(seen)}, expected {sorted(allowed)} (p0 = {p_right} at "
+                     f"T = {S0_TEMPERATURE}, {p_rounded} at T = {rounded})")
     seen32 = seen_with(ctx.tensor([S0_ROW]))
     if seen32 != allowed:                                   # wrong in fp32 too: the temperature's dtype is not it
         diagnose.earlier_step_first(ctx, observed, [(S0_ROW, ctx.params(temperature=S0_TEMPERATURE, top_p=top_p), [])],
@@ -145,7 +152,8 @@ def s6_output_contract(ctx):
               ctx.params(top_p=1e-6, seed=9), ctx.params(temperature=1e-7, repetition_penalty=1.1)]
     got = ctx.sample(ctx.sampler(), logits, ids, params, [[], [], [], [], [1]])
     if got != expected:
-        observed = f"called {ctx.sampler_name}.sample(5 rows, req_ids={ids}) -> {got}, expected {expected}"
+        observed = ctx.t(f"调用 {ctx.sampler_name}.sample(5 行, req_ids={ids}) -> {got}，期望 {expected}",
+                         f"called {ctx.sampler_name}.sample(5 rows, req_ids={ids}) -> {got}, expected {expected}")
         if sorted(got) == sorted(expected):
             raise Fail(observed, ctx.t("每个 token 都对，但顺序变了：第 i 个输出属于 req_ids[i]（别按 id 排序）",
                                        "every token is right but the order is not: output i belongs to req_ids[i] (do not sort by id)"),
@@ -156,7 +164,8 @@ def s6_output_contract(ctx):
                    where=f"{ctx.sampler_name}.sample")
     one = ctx.sample(ctx.sampler(), ctx.tensor([rows[0]]), ["solo"], [ctx.params(temperature=0.0)], [[]])
     if one != [expected[0]]:
-        raise Fail(f"called {ctx.sampler_name}.sample(1 row) -> {one}, expected {[expected[0]]}", where=f"{ctx.sampler_name}.sample")
+        raise Fail(ctx.t(f"调用 {ctx.sampler_name}.sample(1 行) -> {one}，期望 {[expected[0]]}",
+                         f"called {ctx.sampler_name}.sample(1 row) -> {one}, expected {[expected[0]]}"), where=f"{ctx.sampler_name}.sample")
 
 
 # ---- S1-5 --------------------------------------------------------------------------------------------
@@ -178,7 +187,7 @@ ORDER_CASES = [
 ]
 
 
-@check("S1-5", "六步的顺序：penalty → greedy → 温度 → top-k → top-p", "the order of the steps: penalty, greedy, temperature, top-k, top-p",
+@check("S1-5", "五个步骤的顺序：penalty → greedy → 温度 → top-k → top-p", "the order of the steps: penalty, greedy, temperature, top-k, top-p",
        hint=("p08", 2, "s1"))
 def s_order_of_steps(ctx):
     draws = 80
@@ -186,15 +195,18 @@ def s_order_of_steps(ctx):
         params = ctx.params(**kwargs)
         expected = oracle.probs_for(row, params, prev)
         allowed = oracle.kept(expected)
-        sampler, seen = ctx.sampler(), set()
+        sampler, seen, history = ctx.sampler(), set(), list(prev)   # a file that edits its prev_tokens edits a copy
         for _ in range(draws):
-            seen |= set(ctx.sample(sampler, ctx.tensor([row]), ["r"], [params], [prev]))
+            seen |= set(ctx.sample(sampler, ctx.tensor([row]), ["r"], [params], [history]))
         if seen != allowed:
-            observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], {params_text(params)}, "
-                        f"prev_tokens={prev}) {draws} times -> tokens {sorted(seen)}, expected {sorted(allowed)}")
+            shown = ', '.join(f'{v:.3f}' for v in row)
+            observed = ctx.t(f"调用 {ctx.sampler_name}.sample([{shown}], {params_text(params)}, prev_tokens={prev}) {draws} 次 -> "
+                             f"tokens {sorted(seen)}，期望 {sorted(allowed)}",
+                             f"called {ctx.sampler_name}.sample([{shown}], {params_text(params)}, prev_tokens={prev}) {draws} "
+                             f"times -> tokens {sorted(seen)}, expected {sorted(allowed)}")
             diagnose.earlier_step_first(ctx, observed, [(row, params, prev)], stream=True,
                                         temperature=params.temperature != 1.0, penalty=params.repetition_penalty != 1.0,
-                                        filters=True)
+                                        filters=True, order=False)
             orders = [(kept_set_in_order(row, params, prev, steps), label) for steps, label in WRONG_ORDERS]
             matches = [ctx.t(*label) for s, label in orders if s == seen]
             if matches:

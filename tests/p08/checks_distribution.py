@@ -27,6 +27,17 @@ def rank_buckets(probs, order):
     return list(zip(cuts[:-1], cuts[1:]))
 
 
+LABELS_ZH = {  # the labels of cases() below, in Chinese
+    "V=50257, peaked (Zipf), seed 004's knobs": "V=50257，尖峰行（Zipf），seed 004 的参数",
+    "V=50257, top-p only, a nucleus of 520 tokens": "V=50257，只有 top-p，nucleus 有 520 个 token",
+    "V=50257, flat row, top-p only (thousands kept)": "V=50257，平坦的行，只有 top-p（保留几千个）",
+    "V=50257, the same flat row, a nucleus of 30 tokens (its 100 % is the whole row's mass)":
+        "V=50257，同一平坦行，nucleus 30 个 token（100 % 是整行的质量）",
+    "V=50257, peaked, top_k=3000 and top_p=0.97": "V=50257，尖峰行，top_k=3000 与 top_p=0.97",
+    "V=151936, top-p only, T=0.8, a nucleus of 380 tokens": "V=151936，只有 top-p，T=0.8，nucleus 有 380 个 token",
+}
+
+
 @functools.lru_cache(maxsize=None)      # the same for every file graded in one process (the self-tests grade many)
 def cases():
     """(label, row [V], params kwargs, draws): each row's kept set is clear of ties and near-ties."""
@@ -68,22 +79,27 @@ def i6_large_vocabularies(ctx):
         values, probs, order, rank, unsure, kept = oracle_view(n, params.temperature, params.top_k, params.top_p,
                                                                params.repetition_penalty)
         tokens = draws_of(ctx, row, draws, 20_000 + 1000 * n, chunk=100, **kwargs)
-        call = f"{label}: {draws} draws of {ctx.sampler_name}.sample(..., {params_text(params)})"
+        call = ctx.t(f"{LABELS_ZH.get(label, label)}：{ctx.sampler_name}.sample(..., {params_text(params)}) 抽 {draws} 次",
+                     f"{label}: {draws} draws of {ctx.sampler_name}.sample(..., {params_text(params)})")
+        drew = ctx.t(f"{call} 抽到了 token {{}}（第 {{}} 名）", f"{call} drew token {{}} (rank {{}})")
         outside = [t for t in tokens if probs[t] == 0.0 and t not in unsure]   # unsure: a hair from the top-p cut
         if outside:
-            diagnose.earlier_step_first(ctx, f"{call} drew token {outside[0]} (rank {rank[outside[0]]})",
+            diagnose.earlier_step_first(ctx, drew.format(outside[0], rank[outside[0]]),
                                         [(values, params, [])] if len(values) <= 60_000 else [], stream=True, filters=True)
             fits = [ctx.t(*label) for steps, label in WRONG_ORDERS
                     if set(tokens) <= kept_set_in_order(values, params, [], steps)]
             why = ctx.t("被 top-k/top-p 删掉的 token 不能被抽到", "a token removed by top-k/top-p must never be drawn") + (
                 ctx.t(f"；这些抽样落在这种顺序的保留集合里：{' / '.join(fits)}（见 S1-5）",
                       f"; the draws fall inside the kept set of: {' / '.join(fits)} (see S1-5)") if fits else "")
-            raise Fail(f"{call} drew token {outside[0]} (rank {rank[outside[0]]}), which the filters remove: "
-                       f"only the top {kept} ranks are kept", why, where=f"{ctx.sampler_name}.sample")
+            raise Fail(drew.format(outside[0], rank[outside[0]]) + ctx.t(f"，而过滤会删掉它：只保留前 {kept} 名",
+                                                                         f", which the filters remove: only the top {kept} ranks "
+                                                                         f"are kept"), why, where=f"{ctx.sampler_name}.sample")
         deepest = max(rank[t] for t in tokens)
         below = sum(probs[order[r]] for r in range(deepest + 1))       # mass of ranks 0..deepest
         if below < 1 and draws * -math.log(below) > 20.7:            # P(no draw deeper) = below ** draws < 1e-9
-            observed = f"{call}: the deepest rank drawn is {deepest}, but ranks {deepest + 1}-{kept - 1} hold {1 - below:.0%} of the mass"
+            observed = ctx.t(f"{call}：抽到的最深的名次是 {deepest}，但第 {deepest + 1}-{kept - 1} 名占了 {1 - below:.0%} 的质量",
+                             f"{call}: the deepest rank drawn is {deepest}, but ranks {deepest + 1}-{kept - 1} hold "
+                             f"{1 - below:.0%} of the mass")
             diagnose.earlier_step_first(ctx, observed, [(values, params, [])], stream=True, filters=True)
             raise Fail(observed, ctx.t(f"{draws} 次都没抽到更深的 token（正确的采样器出现这种情况的概率 < 1e-9）：nucleus 被截断了（固定大小的窗口？）",
                                        f"not one of {draws} draws went deeper (a correct sampler does that with probability "
@@ -97,8 +113,9 @@ def i6_large_vocabularies(ctx):
             continue
         cell, seen, want, allowed = bad[0]
         a, b = buckets[cell]
-        observed = (f"{call}: ranks {a}-{b - 1} drawn {seen:.3f} of the time, expected {want:.3f} (allowed ±{allowed:.3f}); "
-                    f"{kept} tokens are kept")
+        observed = ctx.t(f"{call}：第 {a}-{b - 1} 名被抽到的比例是 {seen:.3f}，期望 {want:.3f}（允许 ±{allowed:.3f}）；保留了 {kept} 个 token",
+                         f"{call}: ranks {a}-{b - 1} drawn {seen:.3f} of the time, expected {want:.3f} (allowed "
+                         f"±{allowed:.3f}); {kept} tokens are kept")
         diagnose.earlier_step_first(ctx, observed, [(values, params, [])], stream=True, filters=True)
         raise Fail(observed, where=f"{ctx.sampler_name}.sample")
 
@@ -128,23 +145,29 @@ def i6_empirical_distribution(ctx):
         changed = (logits != given).nonzero()[0].tolist()
         ctx.changed_inputs = ctx.changed_inputs or [f"logits{changed} went from {given[tuple(changed)].item():.4g} to "
                                                     f"{logits[tuple(changed)].item():.4g}"]
-        diagnose.earlier_step_first(ctx, f"{steps} steps of {ctx.sampler_name}.sample on one logits tensor")
+        diagnose.earlier_step_first(ctx, ctx.t(f"在同一个 logits 张量上调用 {ctx.sampler_name}.sample {steps} 步",
+                                               f"{steps} steps of {ctx.sampler_name}.sample on one logits tensor"))
     for r, (kw, pv) in enumerate(settings):
-        label = f"request {ids[r]!r} ({params_text(params[r])}, prev_tokens={pv}) over {steps} steps"
+        label = ctx.t(f"请求 {ids[r]!r}（{params_text(params[r])}, prev_tokens={pv}）跑 {steps} 步",
+                      f"request {ids[r]!r} ({params_text(params[r])}, prev_tokens={pv}) over {steps} steps")
         if max(counts[r]) == steps and max(expected[r]) < 1 and kw.get("seed") is None:
-            observed = f"{label}: drew token {counts[r].index(steps)} every time, expected {fmt_vec(expected[r])}"
+            observed = ctx.t(f"{label}：每次都抽到 token {counts[r].index(steps)}，期望 {fmt_vec(expected[r])}",
+                             f"{label}: drew token {counts[r].index(steps)} every time, expected {fmt_vec(expected[r])}")
             diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)], stream=True)
             shared = ctx.sampler()                                   # seeded streams move: is the unseeded one stuck?
             flat = [ctx.sample(shared, ctx.tensor([[0.0] * 64]), ["u"], [ctx.params()], [[]])[0] for _ in range(8)]
             if len(set(flat)) == 1:
-                raise Fail(observed, f"8 draws of an unseeded request over 64 equal logits -> {flat}",
+                raise Fail(observed, ctx.t(f"一个没有 seed 的请求在 64 个相等的 logits 上抽 8 次 -> {flat}",
+                                           f"8 draws of an unseeded request over 64 equal logits -> {flat}"),
                            ctx.t("没有 seed 的请求每一步都抽到同一个 token：共享的 generator 每步都重建了，要在 sampler 里保留一个",
                                  "an unseeded request draws the same token every step: the shared generator is rebuilt every "
                                  "step; keep one in the sampler"), hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
         if ids[r] == "equal":                                          # which 2 of the 4 is a tie rule: any 2 will do
             drawn = sorted(i for i, c in enumerate(counts[r]) if c)
             if len(drawn) != 2:
-                observed = f"{label} over [{fmt_vec(rows[r])[1:-1]}]: drew tokens {drawn}, expected exactly 2 of the 4 equal ones"
+                observed = ctx.t(f"{label}，行 [{fmt_vec(rows[r])[1:-1]}]：抽到 tokens {drawn}，期望 4 个相等 token 中恰好 2 个",
+                                 f"{label} over [{fmt_vec(rows[r])[1:-1]}]: drew tokens {drawn}, expected exactly 2 of the 4 "
+                                 f"equal ones")
                 diagnose.earlier_step_first(ctx, observed, [(rows[r], params[r], pv)], stream=True, filters=True)
                 raise Fail(observed, ctx.t("第 3 个 token 之前的质量恰好是 0.5 = top_p：它要被删掉（mass_before >= top_p，不是 >）",
                                            "the mass before the 3rd token is exactly 0.5 = top_p: it is removed (mass before >= "

@@ -19,10 +19,11 @@ def kept_ids(out) -> set:
 
 def expect_filter(ctx, name, logits, arg, out, expected_keep, hint, why=None):
     """out must keep exactly `expected_keep` (unchanged values) and hold -inf everywhere else."""
-    call = f"called {name}({fmt_vec(logits)}, {arg})"
+    call = ctx.t("调用 ", "called ") + f"{name}({fmt_vec(logits)}, {arg})"
     got = kept_ids(out)
     if got != set(expected_keep):
-        raise Fail(f"{call} -> kept {fmt_set(got)}, expected {fmt_set(expected_keep)}", *[w for w in [why] if w], hint=hint,
+        raise Fail(f"{call} -> " + ctx.t(f"保留 {fmt_set(got)}，期望 {fmt_set(expected_keep)}",
+                                         f"kept {fmt_set(got)}, expected {fmt_set(expected_keep)}"), *[w for w in [why] if w], hint=hint,
                    where=name)
     removed_ok = all(out[i].item() == float("-inf") for i in range(len(out)) if i not in got)
     values_ok = torch.allclose(out[list(got)].double().cpu(), logits[list(got)].double().cpu(), rtol=1e-6, atol=1e-6)
@@ -60,7 +61,8 @@ def e2_top_k_keep_sets(ctx):
         except Exception as exc:  # noqa: BLE001 - an 'off' value that crashes: say what off means
             if isinstance(exc, RAISE_AS_IS) or 0 < k < 4:
                 raise
-            raise Fail(f"called apply_top_k({fmt_vec(logits)}, top_k={k}) raised {type(exc).__name__}: {str(exc)[:100]}",
+            raise Fail(ctx.t("调用 ", "called ") + f"apply_top_k({fmt_vec(logits)}, top_k={k}) " + ctx.t("抛出", "raised")
+                       + f" {type(exc).__name__}: {str(exc)[:100]}",
                        ctx.t("只有 0 < top_k < V 时 top-k 才打开；-1、0、其他负数和 >= V 都表示关闭：返回不变的副本",
                              "top-k is on only when 0 < top_k < V: -1, 0, any other negative value and >= V mean off: "
                              "return the row unchanged (a copy)"), hint=("p08", 1, "q5"), where="apply_top_k") from None
@@ -80,7 +82,8 @@ def e2_top_k_keep_sets(ctx):
         ties = ctx.tensor(values)
         got = kept_ids(ctx.vector("apply_top_k", ties, k))
         if got != keep:
-            raise Fail(f"called apply_top_k({fmt_vec(ties)}, top_k={k}) -> kept {fmt_set(got)}, expected {fmt_set(keep)}",
+            raise Fail(ctx.t("调用 ", "called ") + f"apply_top_k({fmt_vec(ties)}, top_k={k}) -> "
+                       + ctx.t(f"保留 {fmt_set(got)}，期望 {fmt_set(keep)}", f"kept {fmt_set(got)}, expected {fmt_set(keep)}"),
                        ctx.t("和第 k 大的值相等的 token 都要留下（保留 >= 第 k 大的值），不是恰好 k 个",
                              "every token tied with the k-th largest value stays (keep values >= the k-th), not exactly k"),
                        hint=("p08", 1, "q5"), where="apply_top_k")
@@ -96,9 +99,9 @@ def e2_top_p_keep_sets(ctx):
     for top_p, keep in ((0.4, {0}), (0.7, {0, 1}), (0.8, {0, 1, 2}), (1e-9, {0}), (0.95, {0, 1, 2, 3}),
                         (1.0, {0, 1, 2, 3}), (0.7500005, {0, 1, 2})):             # 0.75 before token 2: just below
         out = ctx.vector("apply_top_p", logits, top_p)
-        why = ctx.t("token 2 之前的质量是 0.75，比 top_p = 0.7500005 小：它要留下（比较里不要加 epsilon）",
-                    "the mass before token 2 is 0.75, just below top_p = 0.7500005: it stays (no epsilon in the "
-                    "comparison)") if top_p == 0.7500005 else None
+        why = ctx.t("排第 3 的 token（id 2）之前的质量是 0.75，比 top_p = 0.7500005 小：它要留下（比较里不要加 epsilon）",
+                    "the mass before the 3rd-ranked token (id 2) is 0.75, just below top_p = 0.7500005: it stays (no "
+                    "epsilon in the comparison)") if top_p == 0.7500005 else None
         if kept_ids(out) != keep and why is None and drops_the_crossing_token(ctx, logits):
             why = ctx.t("你的 apply_top_p 在 top_p = 0.7、0.8、0.95 时都只留下“连同自己在内的累计质量 <= top_p”的 token："
                         "越过 top_p 的那个 token 被删了（cumsum > top_p 的写法）。要比的是每个 token 之前的质量（cumsum - p）",
@@ -110,9 +113,9 @@ def e2_top_p_keep_sets(ctx):
     for top_p in (0.99, 0.999):
         keep = {0, 1, 2} if top_p == 0.99 else {0, 1, 2, 3}
         expect_filter(ctx, "apply_top_p", tail, f"top_p={top_p}", ctx.vector("apply_top_p", tail, top_p), keep,
-                      ("p08", 1, "q4"), ctx.t(f"token 3 之前的质量是 0.991：top_p = {top_p} 时"
+                      ("p08", 1, "q4"), ctx.t(f"排第 4 的 token（id 3）之前的质量是 0.991：top_p = {top_p} 时"
                                               + ("它要被删掉" if top_p == 0.99 else "它要留下") + "；只有 top_p = 1 才表示关闭",
-                                              f"the mass before token 3 is 0.991: with top_p = {top_p} it "
+                                              f"the mass before the 4th-ranked token (id 3) is 0.991: with top_p = {top_p} it "
                                               + ("is removed" if top_p == 0.99 else "stays") + "; only top_p = 1 means off"))
     probs = renormalised(ctx.vector("apply_top_p", logits, 0.7))
     if max(abs(a - b) for a, b in zip(probs, [2 / 3, 1 / 3, 0, 0])) > 1e-4:
@@ -137,9 +140,10 @@ def e2_top_p_keep_sets(ctx):
         got = kept_ids(ctx.vector("apply_top_p", equal, top_p))
         if len(got) != count or not got <= {0, 1, 2, 3}:
             if len(got) == count + 1 and got <= {0, 1, 2, 3}:             # one more: the boundary token stayed
-                why = ctx.t(f"第 {count + 1} 个 token 之前的质量恰好是 {top_p}，已经达到 top_p：它要被删掉（mass_before >= top_p，不是 >）",
-                            f"the mass before token {count + 1} is exactly {top_p}, which already reaches top_p: it is removed "
-                            f"(mass before >= top_p, not >)")
+                why = ctx.t(f"排第 {count + 1} 的 token（相等的值按 id 排，即 id {count}）之前的质量恰好是 {top_p}，已经达到 top_p："
+                            f"它要被删掉（mass_before >= top_p，不是 >）",
+                            f"the mass before the token ranked {count + 1} (equal values rank by id: id {count}) is exactly "
+                            f"{top_p}, which already reaches top_p: it is removed (mass before >= top_p, not >)")
             elif got == {0, 1, 2, 3}:                                       # the whole run of equal logits stayed
                 why = ctx.t(f"4 个相等的 token 全留下了：top-p 在排好序的 token 上一个一个地数（并列的顺序任意），每个 token 由它之前的质量决定，"
                             f"所以相等的 token 也可以被切开：只留 {count} 个",
@@ -147,8 +151,9 @@ def e2_top_p_keep_sets(ctx):
                             f"the mass before each one decides, so a cut can split equal logits: keep {count}")
             else:
                 why = None
-            raise Fail(f"called apply_top_p({fmt_vec(equal)}, top_p={top_p}) -> kept {fmt_set(got)}, expected {count} of the "
-                       f"4 equal tokens", *[w for w in [why] if w], hint=("p08", 1, "q4"), where="apply_top_p")
+            raise Fail(ctx.t("调用 ", "called ") + f"apply_top_p({fmt_vec(equal)}, top_p={top_p}) -> " + ctx.t(
+                           f"保留 {fmt_set(got)}，期望 4 个相等 token 中的 {count} 个",
+                           f"kept {fmt_set(got)}, expected {count} of the 4 equal tokens"), *[w for w in [why] if w], hint=("p08", 1, "q4"), where="apply_top_p")
 
 
 @check("E2.trace", "逐步追踪：top_k=3 再 top_p=0.6", "the worked trace: top_k=3, then top_p=0.6",
@@ -199,7 +204,8 @@ def expect_distribution(ctx, label, counts, expected, draws, hint, case=None):
         return
     token, observed, p, allowed = bad[0]
     freqs = fmt_vec([c / draws for c in counts])
-    head = f"{label}: {draws} draws -> frequencies {freqs}, expected {fmt_vec(expected)}"
+    head = ctx.t(f"{label}：抽 {draws} 次 -> 频率 {freqs}，期望 {fmt_vec(expected)}",
+                 f"{label}: {draws} draws -> frequencies {freqs}, expected {fmt_vec(expected)}")
     detail = ctx.t(f"token {token}: 观测 {observed:.3f}，期望 {p:.3f}（允许 ±{allowed:.3f}，6 个标准差）",
                    f"token {token}: observed {observed:.3f}, expected {p:.3f} (allowed ±{allowed:.3f}, 6 standard deviations)")
     if case is not None:
@@ -226,6 +232,18 @@ def e2_temperatures_drawn(ctx):
                             case=(LOG_PROBS, ctx.params(**kwargs), []))
 
 
+def crashes_with_top_k_on_default(ctx) -> bool:
+    """Does the same call with the default params (top-k and top-p off as -1 and 1) raise too? Then the crash is not
+    about what 'off' means."""
+    try:
+        ctx.sample(ctx.sampler(), ctx.tensor([LOG_PROBS]), ["r"], [ctx.params(seed=1)], [[]])
+    except RAISE_AS_IS:
+        raise
+    except Exception:  # noqa: BLE001 - any crash of the plain call
+        return True
+    return False
+
+
 @check("E2.off", "sample() 里的“关闭”：top_k = 0、-2、V、V+5 与 top_p = 1 都不过滤；top_p = 0.99 要过滤", "'off' inside sample(): top_k = 0, -2, V, "
        "V+5 and top_p = 1 filter nothing; top_p = 0.99 does", hint=("p08", 1, "q5"))
 def e2_off_values_drawn(ctx):
@@ -234,9 +252,10 @@ def e2_off_values_drawn(ctx):
         try:
             ctx.sample(ctx.sampler(), ctx.tensor([LOG_PROBS]), ["r"], [ctx.params(seed=1, **kwargs)], [[]])
         except Exception as exc:  # noqa: BLE001 - the crash is reported as it is, with what 'off' means
-            if isinstance(exc, RAISE_AS_IS):
-                raise
-            raise Fail(f"called {ctx.sampler_name}.sample(log {PROBS}, {kwargs}) raised {type(exc).__name__}: {str(exc)[:100]}",
+            if isinstance(exc, RAISE_AS_IS) or crashes_with_top_k_on_default(ctx):
+                raise                                   # not about 'off': the crash itself, at the line that raised
+            raise Fail(ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample(log {PROBS}, {kwargs}) " + ctx.t("抛出", "raised")
+                       + f" {type(exc).__name__}: {str(exc)[:100]}",
                        ctx.t("只有 0 < top_k < V 时 top-k 才打开；-1、0、其他负数和 >= V 都表示关闭", "top-k is on only when "
                              "0 < top_k < V: -1, 0, any other negative value and >= V mean off"),
                        hint=("p08", 1, "q5"), where=f"{ctx.sampler_name}.sample") from None
@@ -245,8 +264,9 @@ def e2_off_values_drawn(ctx):
     for kwargs, c in zip(settings, counts):
         label = f"sample(log {PROBS}, {kwargs})"
         if c[0] == draws and "top_k" in kwargs:                  # only the maximum: the row was cut to one token
-            diagnose.earlier_step_first(ctx, f"{label}: {draws} draws -> token 0 every time", [(LOG_PROBS, ctx.params(**kwargs), [])])
-            raise Fail(f"{label}: {draws} draws -> token 0 every time, expected frequencies {fmt_vec(PROBS)}",
+            every = ctx.t(f"{label}：抽 {draws} 次 -> 每次都是 token 0", f"{label}: {draws} draws -> token 0 every time")
+            diagnose.earlier_step_first(ctx, every, [(LOG_PROBS, ctx.params(**kwargs), [])])
+            raise Fail(every + ctx.t(f"，期望频率 {fmt_vec(PROBS)}", f", expected frequencies {fmt_vec(PROBS)}"),
                        ctx.t(f"top_k = {kwargs['top_k']} 在 sample() 里被当成了 top_k = 1：-1、0、其他负数和 >= V 都表示关闭"
                              + ("（你的 apply_top_k 单独是对的）" if ctx.has_functions else ""),
                              f"sample() treats top_k = {kwargs['top_k']} as top_k = 1: -1, 0, other negatives and >= V all mean off"
@@ -255,8 +275,10 @@ def e2_off_values_drawn(ctx):
         expect_distribution(ctx, label, c, PROBS, draws, ("p08", 1, "q5"), case=(LOG_PROBS, ctx.params(**kwargs), []))
     near_one = draw_many(ctx, [dict(top_p=0.99)], 3000, TAIL_ROW, first_seed=3600)[0]   # token 3 p = 0.009 if kept
     if near_one[3]:
-        observed = (f"sample(log [0.5, 0.3, 0.191, 0.009], top_p=0.99): 3000 draws -> token 3 {near_one[3]} times, "
-                    f"expected never (the mass before it is 0.991 >= 0.99)")
+        observed = ctx.t(f"sample(log [0.5, 0.3, 0.191, 0.009], top_p=0.99)：抽 3000 次 -> token 3 出现 {near_one[3]} 次，"
+                         f"期望一次也没有（它之前的质量是 0.991 >= 0.99）",
+                         f"sample(log [0.5, 0.3, 0.191, 0.009], top_p=0.99): 3000 draws -> token 3 {near_one[3]} times, "
+                         f"expected never (the mass before it is 0.991 >= 0.99)")
         diagnose.earlier_step_first(ctx, observed, [(TAIL_ROW, ctx.params(top_p=0.99), [])], filters=True)
         raise Fail(observed, ctx.t("top_p = 0.99 也是打开的：只有 top_p = 1 表示关闭", "top_p = 0.99 is on too: only top_p = 1 "
                                    "means off"), hint=("p08", 1, "q4"), where=f"{ctx.sampler_name}.sample")
@@ -310,15 +332,19 @@ def e3_alone_vs_mixed(ctx):
                    ctx.t("第二个 sampler 的第一步就不同，那时还没有同伴：generator 存在类属性或模块全局变量里，被所有 sampler 共用",
                          "the second sampler differs at step 0, before any peer: the generators live in a class attribute "
                          "or a module-level variable, shared by all samplers"))
-            raise Fail(f"q (seed=7) alone: {alone}; in a second {ctx.sampler_name}: {mixed}; they differ at step 0, where q is alone",
-                       why, hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
-        observed = f"q (seed=7) alone: {alone}; mixed: {mixed}; first difference at step {step}, batch {batches[step]}"
+            raise Fail(ctx.t(f"q（seed=7）单独：{alone}；在第二个 {ctx.sampler_name} 里：{mixed}；第 0 步就不同，那时 q 是单独的",
+                             f"q (seed=7) alone: {alone}; in a second {ctx.sampler_name}: {mixed}; they differ at step 0, "
+                             f"where q is alone"),
+                       why, diagnose.fix_first_line(ctx, "I5"), hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.sample")
+        observed = ctx.t(f"q（seed=7）单独：{alone}；混合：{mixed}；第一次不同在第 {step} 步，batch {batches[step]}",
+                         f"q (seed=7) alone: {alone}; mixed: {mixed}; first difference at step {step}, batch {batches[step]}")
         diagnose.earlier_step_first(ctx, observed)                                       # e.g. the output's order
         raise Fail(observed, diagnose.peer_verdict(ctx, E3_ROW, 7), hint=("p08", 1, "q7"), where=f"{ctx.sampler_name}.sample")
     sampler.free("q")
     replay = run(sampler, 3, with_peers=False)
     if replay != alone[:3]:
-        raise Fail(f"free('q'), then q (seed=7) again for 3 steps -> {replay}, expected the first 3 again {alone[:3]}",
+        raise Fail(ctx.t(f"free('q')，然后 q（seed=7）再跑 3 步 -> {replay}，期望重放前 3 个 {alone[:3]}",
+                         f"free('q'), then q (seed=7) again for 3 steps -> {replay}, expected the first 3 again {alone[:3]}"),
                    ctx.t("free 之后同名请求要从头开始新的随机流", "after free, a request reusing the id must start a fresh stream"),
                    hint=("p08", 1, "q6"), where=f"{ctx.sampler_name}.free")
 
@@ -339,8 +365,11 @@ def e2_small_temperatures_exact(ctx):
     if not bad:
         return
     i, temperature = bad[0], temperatures[bad[0]]
-    observed = (f"called {ctx.sampler_name}.sample([{', '.join(f'{v:.3g}' for v in rows[i])}], temperature={temperature}) "
-                f"for {draws} seeds -> frequencies {fmt_vec([c / draws for c in counts[i]])}, expected {fmt_vec(expected)}")
+    shown = ', '.join(f'{v:.3g}' for v in rows[i])
+    freqs = fmt_vec([c / draws for c in counts[i]])
+    observed = ctx.t(f"调用 {ctx.sampler_name}.sample([{shown}], temperature={temperature})，{draws} 个 seed -> 频率 {freqs}，"
+                     f"期望 {fmt_vec(expected)}", f"called {ctx.sampler_name}.sample([{shown}], temperature={temperature}) "
+                     f"for {draws} seeds -> frequencies {freqs}, expected {fmt_vec(expected)}")
     diagnose.earlier_step_first(ctx, observed, [(rows[i], ctx.params(temperature=temperature), [])], stream=True)
     hypotheses = [(ctx.t("温度没有被用上（抽样符合 T = 1）", "the temperature is not used (the draws fit T = 1)"), lambda t: 1.0)]
     hypotheses += [(ctx.t(f"温度被截到了至少 {floor}：按原值用，不要 max(T, …)", f"the temperature is clamped up to {floor}: "

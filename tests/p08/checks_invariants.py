@@ -37,14 +37,22 @@ def i2_inputs_never_modified(ctx):
             ctx.sample(ctx.sampler(), part, ids, params, prev)
             if not torch.equal(part, before):
                 row, col = (part != before).nonzero()[0].tolist()
-                raise Fail(f"called {ctx.sampler_name}.sample(logits [{len(rows)}, 16] {str(dtype)[6:]}, ...) changed logits[{row}, {col}] "
-                           f"of the request with {params_text(params[row])}: {before[row, col].item():.4g} -> {part[row, col].item():.4g}",
+                if verdict := diagnose.in_place_verdict(ctx):          # the learner's own step edits its input
+                    raise diagnose.fix_first(ctx, ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample(logits [{len(rows)}, 16] "
+                                             f"{str(dtype)[6:]}, ...) " + ctx.t("改了", "changed") + f" logits[{row}, {col}]", verdict)
+                raise Fail(ctx.t(f"调用 {ctx.sampler_name}.sample(logits [{len(rows)}, 16] {str(dtype)[6:]}, ...) 改了 {params_text(params[row])} "
+                                 f"那个请求的 logits[{row}, {col}]：{before[row, col].item():.4g} -> {part[row, col].item():.4g}",
+                                 f"called {ctx.sampler_name}.sample(logits [{len(rows)}, 16] {str(dtype)[6:]}, ...) changed "
+                                 f"logits[{row}, {col}] of the request with {params_text(params[row])}: "
+                                 f"{before[row, col].item():.4g} -> {part[row, col].item():.4g}"),
                            ctx.t("期望：调用方的 logits 不变（logits[i].float() 在 fp32 时不复制，某条路径原地改了它，就改了调用方的张量）",
                                  "expected the caller's logits untouched (logits[i].float() does not copy an fp32 row: a path "
                                  "that edits it in place edits the caller's tensor)"),
                            where=f"{ctx.sampler_name}.sample")
             if prev != prev_before or ids != [f"x{i}" for i in rows]:
-                raise Fail(f"called {ctx.sampler_name}.sample(..., prev_tokens={prev_before}) -> prev_tokens is now {prev}, req_ids {ids}",
+                raise Fail(ctx.t(f"调用 {ctx.sampler_name}.sample(..., prev_tokens={prev_before}) 之后 prev_tokens 变成 {prev}，req_ids {ids}",
+                                 f"called {ctx.sampler_name}.sample(..., prev_tokens={prev_before}) -> prev_tokens is now {prev}, "
+                                 f"req_ids {ids}"),
                            ctx.t("期望：prev_tokens 和 req_ids 不变（别原地排序或追加）", "expected prev_tokens and req_ids "
                                  "untouched (no in-place sort or append)"), where=f"{ctx.sampler_name}.sample")
     if not ctx.has_functions:
@@ -54,7 +62,8 @@ def i2_inputs_never_modified(ctx):
         before = row.clone()
         ctx.vector(name, row, *args)
         if not torch.equal(row, before):
-            raise Fail(f"called {name}({fmt_vec(before)}, {', '.join(map(str, args))}): the input is now {fmt_vec(row)}",
+            raise Fail(ctx.t(f"调用 {name}({fmt_vec(before)}, {', '.join(map(str, args))}) 之后，输入变成了 {fmt_vec(row)}",
+                             f"called {name}({fmt_vec(before)}, {', '.join(map(str, args))}): the input is now {fmt_vec(row)}"),
                        ctx.t("期望：返回新张量，输入不变", "expected a new tensor back and the input unchanged"), where=name)
 
 
@@ -72,7 +81,7 @@ def i3_greedy_equivalents(ctx):
         for seeded in (True, False):
             sampler = ctx.sampler()
             params = [ctx.params(seed=40 + i if seeded else None, **kwargs) for i in range(4)]
-            call = f"called {ctx.sampler_name}.sample(logits [4, 40], {params_text(params[0])})"
+            call = ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample(logits [4, 40], {params_text(params[0])})"
             for step in range(5):
                 try:
                     got = ctx.sample(sampler, logits, ["a", "b", "c", "d"], params, [[]] * 4)
@@ -80,13 +89,13 @@ def i3_greedy_equivalents(ctx):
                     if isinstance(exc, RAISE_AS_IS):
                         raise
                     if kwargs.get("temperature") == 0.0 and runs(ctx, logits, temperature=1e-6):
-                        raise Fail(f"{call} raised {type(exc).__name__}: {str(exc)[:100]}",
+                        raise Fail(f"{call} " + ctx.t("抛出", "raised") + f" {type(exc).__name__}: {str(exc)[:100]}",
                                    ctx.t("T = 0 时崩溃：先除以温度（x / 0 = inf，0 / 0 = NaN）再判断 greedy。先判断 T < 1e-5",
                                          "T = 0 crashes: the row is divided by the temperature (x / 0 = inf, 0 / 0 = NaN) "
                                          "before the greedy test. Test T < 1e-5 first"), hint=hint,
                                    where=f"{ctx.sampler_name}.sample") from None
                     if "top_p" in kwargs and runs(ctx, logits, top_p=0.5):
-                        observed = f"{call} raised {type(exc).__name__}: {str(exc)[:100]}"
+                        observed = f"{call} " + ctx.t("抛出", "raised") + f" {type(exc).__name__}: {str(exc)[:100]}"
                         diagnose.earlier_step_first(ctx, observed, [(logits[i].tolist(), params[i], []) for i in range(4)])
                         raise Fail(observed, ctx.t(f"top_p = 0.5 时不崩，top_p = {kwargs['top_p']} 时崩。再小的 top_p 也要留下概率最大的 "
                                                    "token（它之前的质量是 0）：top_p 很小时 sample() 是不是把 token 全删了？",
@@ -95,7 +104,8 @@ def i3_greedy_equivalents(ctx):
                                    hint=hint, where=f"{ctx.sampler_name}.sample") from None
                     raise
                 if got != argmax:
-                    observed = f"{call} at step {step} -> {got}, expected the argmax of each row {argmax}"
+                    observed = ctx.t(f"{call} 第 {step} 步 -> {got}，期望每行的 argmax {argmax}",
+                                     f"{call} at step {step} -> {got}, expected the argmax of each row {argmax}")
                     if kwargs.get("temperature") == 0.0 and got == (logits.cpu() / 0.0).argmax(-1).tolist():
                         raise Fail(observed, ctx.t("结果正是 argmax(row / 0)：先除以温度再判断 greedy，除出来全是 ±inf",
                                                    "the result is exactly argmax(row / 0): the division by the temperature "
@@ -128,14 +138,14 @@ def i4_kept_set_never_empty(ctx):
         params = ctx.params(**kwargs)
         logits = ctx.tensor([row], dtype=dtype)
         sampler = ctx.sampler()
-        call = f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}] {str(dtype)[6:]}, {params_text(params)})"
+        call = ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}] {str(dtype)[6:]}, {params_text(params)})"
         for step in range(3):
             try:
                 got = ctx.sample(sampler, logits, ["r"], [params], [[]])
             except Exception as exc:  # noqa: BLE001 - the fact (this input crashes) is stated, no cause guessed
                 if isinstance(exc, RAISE_AS_IS):
                     raise
-                observed = f"{call} raised {type(exc).__name__}: {str(exc)[:100]}"
+                observed = f"{call} " + ctx.t("抛出", "raised") + f" {type(exc).__name__}: {str(exc)[:100]}"
                 diagnose.earlier_step_first(ctx, observed, [(row, params, [])] if dtype == torch.float32 else [])
                 if dtype != torch.float32 and runs(ctx, ctx.tensor([row]), **{k: v for k, v in kwargs.items() if k != "seed"}):
                     name = str(dtype)[6:]
@@ -149,7 +159,7 @@ def i4_kept_set_never_empty(ctx):
                                            "an extreme but valid input: keep at least one token and never produce NaN "
                                            "(mind -inf, huge values and 0/0)"), where=f"{ctx.sampler_name}.sample") from None
             if got[0] not in allowed:
-                observed = f"{call} -> token {got[0]}, expected one of {sorted(allowed)}"
+                observed = f"{call} -> token {got[0]}" + ctx.t(f"，期望 {sorted(allowed)} 之一", f", expected one of {sorted(allowed)}")
                 diagnose.earlier_step_first(ctx, observed, [(row, params, [])] if dtype == torch.float32 else [])
                 raise Fail(observed, where=f"{ctx.sampler_name}.sample")
     if ctx.has_functions:
@@ -188,20 +198,22 @@ def i3_greedy_threshold_edges(ctx):
         for label, row, allowed in GREEDY_ROWS:
             params = [ctx.params(temperature=temperature, seed=s if s % 2 else None) for s in range(12)]
             logits = ctx.tensor([row] * 12)
-            observed = f"called {ctx.sampler_name}.sample(12 x [{fmt_vec(row)[1:-1]}], temperature={temperature})"
+            observed = ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample(12 x [{fmt_vec(row)[1:-1]}], temperature={temperature})"
             try:
                 got = ctx.sample(ctx.sampler(), logits, [f"g{s}" for s in range(12)], params, [[]] * 12)
             except Exception as exc:  # noqa: BLE001 - explained when the cause is established, else re-raised
                 if isinstance(exc, RAISE_AS_IS):
                     raise
                 if runs(ctx, logits, temperature=1.0) and not runs(ctx, logits, temperature=temperature):
-                    raise Fail(f"{observed} raised {type(exc).__name__}: {str(exc)[:100]}",
+                    raise Fail(f"{observed} " + ctx.t("抛出", "raised") + f" {type(exc).__name__}: {str(exc)[:100]}",
                                ctx.t("T < 1e-5 的行要直接取 argmax，不能先除以 T：row / T 溢出成 inf，softmax 得到 NaN",
                                      "a row with T < 1e-5 takes the argmax directly, before any division: row / T overflows "
                                      "to inf and softmax gives NaN"), where=f"{ctx.sampler_name}.sample") from None
                 raise
             if len(set(got)) == 1 and got[0] in allowed:
                 continue
+            if temperature == 0.0:                     # a plain T = 0 row wrong too: that is I3's cause, shown there
+                diagnose.earlier_step_first(ctx, f"{observed} -> {got}", greedy=True)
             if temperature > 0 and len(set(got)) > 1:
                 why = ctx.t(f"T = {temperature} < 1e-5 也是 greedy（规则是 temperature < 1e-5），不能只判断 T == 0；"
                             "greedy 的结果不随 seed 变化", f"T = {temperature} < 1e-5 is greedy too (the rule is temperature "
@@ -220,7 +232,9 @@ def i3_greedy_threshold_edges(ctx):
     tied = [2.0, 5.0, 5.0, 1.0]                                            # top_k = 1 keeps both maxima: not argmax
     drawn = set(draws_of(ctx, torch.tensor(tied), 60, 800, top_k=1))
     if drawn != {1, 2}:
-        observed = f"60 draws of {ctx.sampler_name}.sample([2, 5, 5, 1], top_k=1) -> tokens {sorted(drawn)}, expected both 1 and 2"
+        observed = ctx.t(f"{ctx.sampler_name}.sample([2, 5, 5, 1], top_k=1) 抽 60 次 -> tokens {sorted(drawn)}，期望 1 和 2 都有",
+                         f"60 draws of {ctx.sampler_name}.sample([2, 5, 5, 1], top_k=1) -> tokens {sorted(drawn)}, expected "
+                         f"both 1 and 2")
         diagnose.earlier_step_first(ctx, observed, [(tied, ctx.params(top_k=1), [])])
         kept = filtered_kept(ctx, tied, ctx.params(top_k=1))
         if kept is not None and kept != {1, 2}:                  # the kept set itself drops a tie: not the draw
@@ -239,8 +253,10 @@ def i3_greedy_threshold_edges(ctx):
         expected = oracle.filtered_probs(row, temperature=temperature)
         counts = counts_of(tokens, 4)
         if oracle.sigma_violations(counts, expected, 300):
-            observed = (f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}], temperature={temperature}) for 300 seeds "
-                        f"-> counts {counts}, expected frequencies {fmt_vec(expected)}")
+            observed = ctx.t(f"调用 {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}], temperature={temperature})，300 个 seed "
+                             f"-> 次数 {counts}，期望频率 {fmt_vec(expected)}",
+                             f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}], temperature={temperature}) for 300 "
+                             f"seeds -> counts {counts}, expected frequencies {fmt_vec(expected)}")
             if counts[0] == 300:
                 raise Fail(observed, ctx.t(f"T = {temperature} 不是 greedy：规则是 temperature < 1e-5（严格小于）",
                                            f"T = {temperature} is not greedy: the rule is temperature < 1e-5 (strictly less)"),

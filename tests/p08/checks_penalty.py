@@ -23,7 +23,7 @@ def e1_penalty_values(ctx):
             why, hint = ctx.t("token 3 出现两次就罚了两次：历史要先去重", "token 3 was penalised twice: de-duplicate the history first"), ("p08", 1, "q1")
         elif abs(got[1] + 1.0 / 1.5) < 1e-3:
             why, hint = ctx.t("负 logit 被除了：负数要乘以 penalty 才是惩罚", "a negative logit was divided: negatives must be multiplied"), ("p08", 1, "q2")
-        raise Fail(f"{call} -> {got}, expected [3.0, -1.5, 0.5, -0.3]", *[w for w in [why] if w], hint=hint,
+        raise Fail(f"{call} -> {got}" + ctx.t("，期望 ", ", expected ") + "[3.0, -1.5, 0.5, -0.3]", *[w for w in [why] if w], hint=hint,
                    where="apply_repetition_penalty")
     row = ctx.tensor([0.5, -1.0, 0.0, 1.0, 2.0])
     out = ctx.vector("apply_repetition_penalty", row, [4, 4, 4], 2.0)
@@ -32,14 +32,14 @@ def e1_penalty_values(ctx):
         why, hint = {0.25: (ctx.t("罚了三次：历史要先去重", "penalised three times: de-duplicate the history first"), ("p08", 1, "q1")),
                      4.0: (ctx.t("正的 logit 被乘了：正数要除以 penalty", "a positive logit was multiplied: positives are divided"),
                            ("p08", 1, "q2"))}.get(round(got, 4), ("", ("p08", 1, "e1")))
-        raise Fail(f"called apply_repetition_penalty({fmt_vec(row)}, prev_tokens=[4, 4, 4], penalty=2) -> token 4 = "
-                   f"{got:.4g}, expected 1.0 (2.0 / 2, once)", *[w for w in [why] if w], hint=hint,
+        raise Fail(ctx.t("调用 ", "called ") + f"apply_repetition_penalty({fmt_vec(row)}, prev_tokens=[4, 4, 4], penalty=2) -> "
+                   f"token 4 = {got:.4g}" + ctx.t("，期望 1.0（2.0 / 2，只罚一次）", ", expected 1.0 (2.0 / 2, once)"), *[w for w in [why] if w], hint=hint,
                    where="apply_repetition_penalty")
     below_one = ctx.tensor([3.0, -1.0, 0.5, -0.2])
     out = ctx.vector("apply_repetition_penalty", below_one, [0, 1], 0.5)
     if not torch.allclose(out.cpu().double(), torch.tensor([6.0, -0.5, 0.5, -0.2], dtype=torch.float64), atol=1e-5):
-        raise Fail(f"called apply_repetition_penalty([3.0, -1.0, 0.5, -0.2], prev_tokens=[0, 1], penalty=0.5) -> "
-                   f"{fmt_vec(out)}, expected [6, -0.5, 0.5, -0.2]",
+        raise Fail(ctx.t("调用 ", "called ") + "apply_repetition_penalty([3.0, -1.0, 0.5, -0.2], prev_tokens=[0, 1], "
+                   f"penalty=0.5) -> {fmt_vec(out)}" + ctx.t("，期望 ", ", expected ") + "[6, -0.5, 0.5, -0.2]",
                    ctx.t("penalty < 1 也是同一条规则：正数 v / p（变大），负数 v * p（向 0 靠近）；不要写成“总是变小”",
                          "penalty < 1 follows the same rule: positive v / p (grows), negative v * p (towards 0); not 'always lower'"),
                    hint=("p08", 1, "q2"), where="apply_repetition_penalty")
@@ -57,7 +57,8 @@ def e1_penalty_values(ctx):
         expected = oracle.penalize(base.tolist(), torch.as_tensor(prev, dtype=torch.long).tolist(), penalty)
         if not torch.allclose(out.cpu().double(), torch.tensor(expected, dtype=torch.float64), atol=1e-5):
             wrong = [i for i, (a, b) in enumerate(zip(out.tolist(), expected)) if abs(a - b) > 1e-5]
-            called = f"called apply_repetition_penalty({fmt_vec(base)}, {label}) -> {fmt_vec(out)}, expected {fmt_vec(expected)}"
+            called = (ctx.t("调用 ", "called ") + f"apply_repetition_penalty({fmt_vec(base)}, {label}) -> {fmt_vec(out)}"
+                      + ctx.t("，期望 ", ", expected ") + fmt_vec(expected))
             if isinstance(prev, torch.Tensor) and torch.allclose(
                     ctx.vector("apply_repetition_penalty", base, prev.tolist(), penalty).cpu().double(),
                     torch.tensor(expected, dtype=torch.float64), atol=1e-5):
@@ -98,26 +99,28 @@ def e1_greedy_after_penalty(ctx):
     row = [3.0, -1.0, 2.5, -0.2]
     for temperature in (0.0, 1e-6):
         params = ctx.params(temperature=temperature, repetition_penalty=1.5)
-        call = f"called {ctx.sampler_name}.sample([[3.0, -1.0, 2.5, -0.2]], ['r'], [{params_text(params)}], prev_tokens=[[0]])"
+        call = ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample([[3.0, -1.0, 2.5, -0.2]], ['r'], [{params_text(params)}], prev_tokens=[[0]])"
+        wrong = ctx.t("，期望 [2]", ", expected [2]")
         try:
             got = ctx.sample(ctx.sampler(), ctx.tensor([row]), ["r"], [params], [[0]])
         except Exception as exc:  # noqa: BLE001 - explained below when an earlier step is the cause, else re-raised
             if isinstance(exc, RAISE_AS_IS):
                 raise
-            diagnose.earlier_step_first(ctx, f"{call} raised {type(exc).__name__}", [(row, params, [0])], greedy=True)
+            diagnose.earlier_step_first(ctx, f"{call} " + ctx.t("抛出", "raised") + f" {type(exc).__name__}", [(row, params, [0])],
+                                        greedy=True)
             raise
         if got != [2]:
-            diagnose.earlier_step_first(ctx, f"{call} -> {got}, expected [2]", [(row, params, [0])], greedy=True)
+            diagnose.earlier_step_first(ctx, f"{call} -> {got}{wrong}", [(row, params, [0])], greedy=True)
             if penalty_on_probabilities(ctx):
-                raise Fail(f"{call} -> {got}, expected [2]", ctx.t(*ON_PROBABILITIES), hint=("p08", 2, "s1"),
+                raise Fail(f"{call} -> {got}{wrong}", ctx.t(*ON_PROBABILITIES), hint=("p08", 2, "s1"),
                            where=f"{ctx.sampler_name}.sample")
             sampled = ctx.params(top_k=1, repetition_penalty=1.5, seed=3)
             if ctx.sample(ctx.sampler(), ctx.tensor([row]), ["r"], [sampled], [[0]]) != [2]:
-                raise Fail(f"{call} -> {got}, expected [2]",
+                raise Fail(f"{call} -> {got}{wrong}",
                            ctx.t("用 top_k=1 的非 greedy 行也一样选了 token 0：sample() 根本没有用 prev_tokens[i] 做 penalty",
                                  "a non-greedy row with top_k=1 also picks token 0: sample() does not apply the penalty with "
                                  "prev_tokens[i] at all"), hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
-            raise Fail(f"{call} -> {got}, expected [2]",
+            raise Fail(f"{call} -> {got}{wrong}",
                        ctx.t("token 0 罚后 3.0/1.5 = 2.0 < 2.5，greedy 应改选 token 2；不加 penalty 的 greedy 行是对的，"
                              "所以是 penalty 放在了 greedy 判断之后：penalty 要在 greedy 判断之前",
                              "token 0 becomes 3.0/1.5 = 2.0 < 2.5, so greedy picks token 2; greedy rows without a penalty are "
@@ -135,6 +138,15 @@ def row_with(top, vocab=32):
     for token, value in top.items():
         values[token] = value
     return values
+
+
+HISTORY_ZH = {  # the labels of history_rows(), in Chinese
+    "history [5, 6, 7] holds no token 0": "历史 [5, 6, 7] 里没有 token 0", "empty history": "空历史",
+    "token 3 seen once, 2000 tokens ago": "token 3 出现过一次，在 2000 个 token 之前",
+    "token 6 seen once, last of 2000": "token 6 出现过一次，是 2000 个里的最后一个",
+    "penalty 0.5 < 1 raises a positive logit": "penalty 0.5 < 1 让正的 logit 变大",
+    "penalty 0.5 < 1 on a negative logit": "penalty 0.5 < 1 作用在负的 logit 上", "history [1, 1, 1, 2]": "历史 [1, 1, 1, 2]",
+}
 
 
 def history_rows():
@@ -196,8 +208,10 @@ def e1_penalty_in_a_real_batch(ctx):
             label, row, prev, pen, want, _ = case
             if got[i] == want:
                 continue
-            observed = (f"called {ctx.sampler_name}.sample({len(cases)} rows, {params_text(params[i])}), row {i} ({label}) "
-                        f"-> token {got[i]}, expected {want}")
+            observed = ctx.t(f"调用 {ctx.sampler_name}.sample({len(cases)} 行, {params_text(params[i])})，第 {i} 行（{HISTORY_ZH[label]}）"
+                             f"-> token {got[i]}，期望 {want}",
+                             f"called {ctx.sampler_name}.sample({len(cases)} rows, {params_text(params[i])}), row {i} ({label}) "
+                             f"-> token {got[i]}, expected {want}")
             diagnose.earlier_step_first(ctx, observed, [(row, params[i], prev)], greedy="temperature" in mode,
                                         filters="top_k" in mode)
             why = why_row_is_wrong(ctx, case, mode)
@@ -207,8 +221,9 @@ def e1_penalty_in_a_real_batch(ctx):
         diagnose.earlier_step_first(ctx, plain[0][0], [([2.0, 0.0], ctx.params(repetition_penalty=10.0), [0])], stream=True)
         fits, counts, expected = diagnose.drawn_fits(ctx, [2.0, 0.0], {}, [])
         if not fits:                                                       # off without a penalty too: not the penalty
-            raise Fail(*plain[0], f"300 draws of sample([2.0, 0.0]) with no penalty -> token 0 {counts[0] / 300:.3f} of the "
-                       f"time, expected {expected[0]:.3f}", ctx.t("不加 penalty 的抽样也不对：先看 I6 和 I5",
+            raise Fail(*plain[0], ctx.t(f"不加 penalty 时 sample([2.0, 0.0]) 抽 300 次 -> token 0 占 {counts[0] / 300:.3f}，"
+                                        f"期望 {expected[0]:.3f}", f"300 draws of sample([2.0, 0.0]) with no penalty -> token 0 "
+                                        f"{counts[0] / 300:.3f} of the time, expected {expected[0]:.3f}"), ctx.t("不加 penalty 的抽样也不对：先看 I6 和 I5",
                                                                   "the draws are off without the penalty too: see I6 and I5"),
                        hint=("p08", 2, "s6"), where=f"{ctx.sampler_name}.sample")
         raise Fail(*plain[0], ctx.t("greedy 和 top_k=1 的行都罚对了，T = 1、没有 top-k/top-p 的行却没有：有条捷径跳过了 penalty",
@@ -221,8 +236,8 @@ def e1_penalty_in_a_real_batch(ctx):
         params = ctx.params(temperature=0.0, repetition_penalty=1.5)
         got = ctx.sample(ctx.sampler(), row[None].to(ctx.device), ["v"], [params], [[top, 5]])
         if got != [3]:
-            observed = (f"called {ctx.sampler_name}.sample(V={vocab}, token {top} = 2.0, token 3 = 1.9, {params_text(params)}, "
-                        f"prev_tokens=[[{top}, 5]]) -> {got}, expected [3]")
+            observed = (ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample(V={vocab}, token {top} = 2.0, token 3 = 1.9, "
+                        f"{params_text(params)}, prev_tokens=[[{top}, 5]]) -> {got}" + ctx.t("，期望 [3]", ", expected [3]"))
             diagnose.earlier_step_first(ctx, observed, [(row.tolist(), params, [top, 5])], greedy=True)
             raise Fail(observed, ctx.t(f"token {top} 罚后是 1.33 < 1.9：大的 token id 也要罚到它自己（id 别存成 int16 之类的小类型）",
                                        f"token {top} becomes 1.33 < 1.9: a large token id must hit its own token (no int16 "
@@ -231,8 +246,8 @@ def e1_penalty_in_a_real_batch(ctx):
         params = ctx.params(temperature=0.0, repetition_penalty=1.3)
         got = ctx.sample(ctx.sampler(), ctx.tensor([row], dtype=dtype), ["b"], [params], [[0]])
         if got != [1]:
-            observed = (f"called {ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}] {str(dtype)[6:]}, {params_text(params)}, "
-                        f"prev_tokens=[[0]]) -> {got}, expected [1]")
+            observed = (ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample([{fmt_vec(row)[1:-1]}] {str(dtype)[6:]}, "
+                        f"{params_text(params)}, prev_tokens=[[0]]) -> {got}" + ctx.t("，期望 [1]", ", expected [1]"))
             if ctx.sample(ctx.sampler(), ctx.tensor([row]), ["b"], [params], [[0]]) != [1]:
                 diagnose.earlier_step_first(ctx, observed, [(row, params, [0])], greedy=True)
                 raise Fail(observed, hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
@@ -254,8 +269,10 @@ def history_given_each_call(ctx):
     got = ctx.sample(sampler, ctx.tensor([row]), ["h"], [params], [[5, 7, 9]])
     if got == [3]:
         return
-    observed = (f"called {ctx.sampler_name}.sample(token 7 = 2.0, token 9 = 1.95, token 3 = 1.9, {params_text(params)}) "
-                f"for 'h' with prev_tokens=[[5]], then again with [[5, 7, 9]] -> {got}, expected [3] (7 -> 1.33, 9 -> 1.3)")
+    observed = ctx.t(f"调用 {ctx.sampler_name}.sample(token 7 = 2.0, token 9 = 1.95, token 3 = 1.9, {params_text(params)})，"
+                     f"'h' 先给 prev_tokens=[[5]]，再给 [[5, 7, 9]] -> {got}，期望 [3]（7 -> 1.33，9 -> 1.3）",
+                     f"called {ctx.sampler_name}.sample(token 7 = 2.0, token 9 = 1.95, token 3 = 1.9, {params_text(params)}) "
+                     f"for 'h' with prev_tokens=[[5]], then again with [[5, 7, 9]] -> {got}, expected [3] (7 -> 1.33, 9 -> 1.3)")
     if ctx.sample(ctx.sampler(), ctx.tensor([row]), ["h"], [params], [[5, 7, 9]]) == [3]:
         raise Fail(observed, ctx.t("新的 sampler 一次拿到 [5, 7, 9] 是对的：sampler 记住了这个请求上一次的历史；prev_tokens 每次都是完整的历史，照原样用，不要按 req_id 缓存",
                                    "a fresh sampler given [5, 7, 9] at once is right: the sampler kept something of the request's "

@@ -38,6 +38,31 @@ def _history(prev):
         return [repr(prev)[:40]]
 
 
+STEP_OF = {  # check id -> (zh, en): the step of the stub whose rule that check grades, as a fix-first line names it
+    "E1.penalty": ("第 1 步 apply_repetition_penalty", "step 1, apply_repetition_penalty"),
+    "E1.history": ("第 1 步：sample() 里的 penalty", "step 1, the penalty inside sample()"),
+    "E1.greedy": ("第 1-2 步：penalty 在 greedy 判断之前", "steps 1-2, the penalty before the greedy test"),
+    "I3": ("第 2 步：greedy 判断", "step 2, the greedy test"),
+    "E2.small_t": ("第 3 步：温度", "step 3, the temperature"),
+    "E2.temperature": ("第 3 步：温度", "step 3, the temperature"),
+    "E2.top_k": ("第 4 步 apply_top_k", "step 4, apply_top_k"),
+    "E2.top_p": ("第 5 步 apply_top_p", "step 5, apply_top_p"),
+    "S6": ("第 6 步：sample() 的返回值", "step 6, what sample() returns"),
+    "I5": ("第 6 步：每个请求自己的 generator", "step 6, each request's own generator"),
+    "I2": ("不改调用方的输入", "leaving the caller's inputs untouched"),
+    "S1-5": ("步骤的顺序（penalty → greedy → 温度 → top-k → top-p）",
+             "the order of the steps (penalty, greedy, temperature, top-k, top-p)"),
+}
+
+
+def fix_first_line(ctx, check_id) -> str:
+    """'the cause is step 5, apply_top_p: fix E2.top_p first': the root cause's step and its check, in one line (the
+    report's `next:` line repeats it)."""
+    zh, en = STEP_OF.get(check_id, (f"{check_id} 检查的那条规则", f"the rule {check_id} checks"))
+    return ctx.t(f"原因在{zh}：先修好 {check_id}", f"the cause is {en}: fix {check_id} first")
+
+
+
 @dataclass
 class SamplerCtx(Ctx):
     """Ctx for a problem whose learner writes a sampler: make one, call sample() and check what it returns."""
@@ -65,18 +90,19 @@ class SamplerCtx(Ctx):
         like = args[0]
         shown = ", ".join([fmt_vec(like)] + [repr(a) if not isinstance(a, torch.Tensor) else fmt_vec(a) for a in args[1:]])
         before = like.clone()
-        out = _noting(f"called {name}({shown})", self.fn(name), *args, **kwargs)
+        out = _noting(self.t("调用 ", "called ") + f"{name}({shown})", self.fn(name), *args, **kwargs)
         if not torch.equal(like, before):
-            raise Fail(f"called {name}({shown}): the input is now {fmt_vec(like)}",
+            raise Fail(self.t(f"调用 {name}({shown}) 之后，输入变成了 {fmt_vec(like)}", f"called {name}({shown}): the input is now "
+                              f"{fmt_vec(like)}"),
                        self.t(f"{name} 原地改了传给它的张量：先 clone 再改（调用方的 logits 也会被改掉）",
                               f"{name} changed the tensor it was given, in place: clone first, then edit the copy (or the "
                               f"caller's logits change too)"), hint=("p08", 2, "traps"), where=name)
         if not isinstance(out, torch.Tensor) or out.shape != like.shape or not out.is_floating_point():
-            raise Fail(f"called {name}({shown}) -> {describe(out)}",
+            raise Fail(self.t("调用 ", "called ") + f"{name}({shown}) -> {describe(out)}",
                        self.t(f"期望：一个形状为 {list(like.shape)} 的浮点张量", f"expected a floating tensor of shape {list(like.shape)}"),
                        where=name)
         if torch.isnan(out).any():
-            raise Fail(f"called {name}({shown}) -> {fmt_vec(out)}",
+            raise Fail(self.t("调用 ", "called ") + f"{name}({shown}) -> {fmt_vec(out)}",
                        self.t("结果里有 NaN", "the result holds NaN"), where=name)
         return out
 
@@ -108,7 +134,7 @@ class SamplerCtx(Ctx):
         try:
             cases = [(row, p, [int(t) for t in _history(prev)]) for row, p, prev in
                      zip(logits[:rows].float().tolist(), params, prev_tokens)]
-            explain(self, f"{called} raised {type(exc).__name__}: {str(exc).strip()[:100]}", cases)
+            explain(self, f"{called} " + self.t("抛出", "raised") + f" {type(exc).__name__}: {str(exc).strip()[:100]}", cases)
         except Explained:
             raise
         except Exception:  # noqa: BLE001 - the explainer's own probe failed: the crash is reported as it is
@@ -120,7 +146,7 @@ class SamplerCtx(Ctx):
         """sampler.sample(...) checked to be a LongTensor [B] on logits.device with ids in [0, V)."""
         batch, vocab = logits.shape
         method = f"{self.sampler_name}.sample"
-        called = (f"called {method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, "
+        called = (self.t("调用 ", "called ") + f"{method}(logits [{batch}, {vocab}] {str(logits.dtype).replace('torch.', '')}, "
                   f"req_ids={list(req_ids)[:4]}{'...' if batch > 4 else ''}, params[0]: {params_text(params[0])})")
         history = [_history(p) for p in prev_tokens]
         try:
@@ -131,13 +157,14 @@ class SamplerCtx(Ctx):
         now = [_history(p) for p in prev_tokens]
         if now != history and not self.changed_inputs:            # a failing check names it first (earlier_step_first)
             row = next(i for i, (a, b) in enumerate(zip(history, now)) if a != b)
-            self.changed_inputs = [f"{called}: prev_tokens[{row}] went from {history[row][:12]} to {now[row][:12]}"]
+            self.changed_inputs = [self.t(f"{called}：prev_tokens[{row}] 从 {history[row][:12]} 变成了 {now[row][:12]}",
+                                          f"{called}: prev_tokens[{row}] went from {history[row][:12]} to {now[row][:12]}")]
         problems = self._output_problems(out, batch, logits.device)
         if problems:
-            raise WrongOutput(f"{called} -> {describe(out)}", *problems,
+            raise WrongOutput(f"{called} -> {describe(out)}",     # what is wrong comes last: the same wrong value is one cause
                               self.t("sample() 的返回值：LongTensor，形状 [B]，和 logits 在同一设备上，第 i 个是 req_ids[i] 的 token",
                                      "sample() returns a LongTensor of shape [B] on the logits' device, row i = req_ids[i]'s "
-                                     "token"), hint=("p08", 1, "d6"), where=method)
+                                     "token"), *problems, hint=("p08", 1, "d6"), where=method)
         tokens = out.tolist()
         bad = [i for i, t in enumerate(tokens) if not 0 <= t < vocab]
         if bad:

@@ -17,7 +17,7 @@ import torch
 
 from course import oracle
 from course.grader.checks import RAISE_AS_IS, Explained, Fail, WrongOutput, fmt_set, fmt_vec
-from tests.p08.context import crash_explainer, params_text
+from tests.p08.context import STEP_OF, crash_explainer, fix_first_line, params_text  # noqa: F401 (STEP_OF: re-exported)
 from tests.p08.draws import counts_of, draws_of, worst_z
 
 GREEDY = 1e-5
@@ -59,8 +59,8 @@ def pieces_verdict(ctx, row, params, prev):
     out = ctx.vector("apply_repetition_penalty", torch.tensor(values, device=ctx.device), list(prev),
                      params.repetition_penalty)
     if not _same(out, expected):
-        return ([f"called apply_repetition_penalty({fmt_vec(values)}, prev_tokens={list(prev)[:8]}, "
-                 f"penalty={params.repetition_penalty}) -> {fmt_vec(out)}, expected {fmt_vec(expected)}"],
+        return ([ctx.t("调用 ", "called ") + f"apply_repetition_penalty({fmt_vec(values)}, prev_tokens={list(prev)[:8]}, "
+                 f"penalty={params.repetition_penalty}) -> {fmt_vec(out)}" + ctx.t("，期望 ", ", expected ") + fmt_vec(expected)],
                 ("p08", 2, "s1"), "E1.penalty")
     if params.temperature < GREEDY:
         return None
@@ -73,7 +73,8 @@ def pieces_verdict(ctx, row, params, prev):
         got = _kept(out.tolist())
         clear = label != "top_p" or oracle.cut_is_clear(tempered, -1, arg)   # a near-tie at the cut: either answer is right
         if (clear and got != _kept(after)) or (not got and _kept(after)):
-            return ([f"called {name}({fmt_vec(tempered)}, {label}={arg}) -> kept {fmt_set(got)}, expected {fmt_set(_kept(after))}"],
+            return ([ctx.t("调用 ", "called ") + f"{name}({fmt_vec(tempered)}, {label}={arg}) -> " + ctx.t(
+                         f"保留 {fmt_set(got)}，期望 {fmt_set(_kept(after))}", f"kept {fmt_set(got)}, expected {fmt_set(_kept(after))}")],
                     ("p08", 2, anchor), check_id)
         if not clear:
             return None
@@ -82,16 +83,45 @@ def pieces_verdict(ctx, row, params, prev):
 
 
 def stream_verdict(ctx):
-    """None when a seeded request's stream moves and seeds matter; else (lines, hint, check)."""
+    """None when a seeded request's stream moves and seeds matter (or sample() crashes on the probe: a crash says
+    nothing about the stream, the check reports what it saw); else (lines, hint, check)."""
+    try:
+        return _stream_verdict(ctx)
+    except RAISE_AS_IS:
+        raise
+    except Exception:  # noqa: BLE001 - the learner's code may raise anything
+        return None
+
+
+def _stream_verdict(ctx):
     flat = torch.zeros(1, 64, device=ctx.device)
     sampler = ctx.sampler()
     draws = [ctx.sample(sampler, flat, ["q"], [ctx.params(seed=21)], [[]])[0] for _ in range(8)]
     if len(set(draws)) == 1:
-        return ([f"8 draws of one request (seed=21) over 64 equal logits -> {draws}: the stream never moves"],
+        return ([ctx.t(f"一个请求（seed=21）在 64 个相等的 logits 上抽 8 次 -> {draws}：随机流一直没动",
+                       f"8 draws of one request (seed=21) over 64 equal logits -> {draws}: the stream never moves")],
                 ("p08", 1, "q6"), "I5")
+    again = [ctx.sample(replay, flat, ["q"], [ctx.params(seed=21)], [[]])[0] for replay in [ctx.sampler()] for _ in range(8)]
+    if again != draws:                                       # a fresh sampler must replay the seed's stream
+        state = torch.get_rng_state()
+        try:
+            seeded = []
+            for seed in (1, 1, 2):
+                torch.manual_seed(seed)
+                seeded.append([ctx.sample(ctx.sampler(), flat, ["q"], [ctx.params(seed=21)], [[]])[0] for _ in range(3)])
+        finally:
+            torch.set_rng_state(state)
+        why = (ctx.t("它跟着 torch 的全局随机状态走（torch.manual_seed 决定它，seed 不决定）：用这个请求自己的 generator 抽",
+                     "it follows torch's global random state (torch.manual_seed decides it, the seed does not): draw from the "
+                     "request's own generator") if seeded[0] == seeded[1] != seeded[2] else
+               ctx.t("同一个 seed 在新的 sampler 里要重放同样的随机流", "the same seed in a fresh sampler must replay the same stream"))
+        return ([ctx.t(f"一个请求（seed=21）在 64 个相等的 logits 上抽 8 次 -> {draws}；在另一个新的 sampler 里 -> {again}：{why}",
+                       f"8 draws of one request (seed=21) over 64 equal logits -> {draws}; in another fresh sampler -> {again}: "
+                       f"{why}")], ("p08", 1, "q6"), "I5")
     firsts = [ctx.sample(ctx.sampler(), flat, ["q"], [ctx.params(seed=s)], [[]])[0] for s in range(100, 108)]
     if len(set(firsts)) == 1:
-        return ([f"the first draw of seeds 100..107 over 64 equal logits -> {firsts}: the seed changes nothing"],
+        return ([ctx.t(f"seed 100..107 在 64 个相等的 logits 上的第一次抽取 -> {firsts}：seed 什么也没改变",
+                       f"the first draw of seeds 100..107 over 64 equal logits -> {firsts}: the seed changes nothing")],
                 ("p08", 1, "q6"), "I5")
     return None
 
@@ -111,8 +141,9 @@ def order_verdict(ctx):
     except Exception:  # noqa: BLE001 - a crash here says nothing about the order: the check reports what it saw
         return None
     if got != targets and sorted(got) == sorted(targets):
-        return ([f"called {ctx.sampler_name}.sample(4 rows, greedy and top_k=1 in turn, req_ids={ORDER_IDS}) -> {got}, "
-                 f"expected {targets}",
+        return ([ctx.t(f"调用 {ctx.sampler_name}.sample(4 行，greedy 与 top_k=1 交替，req_ids={ORDER_IDS}) -> {got}，期望 {targets}",
+                       f"called {ctx.sampler_name}.sample(4 rows, greedy and top_k=1 in turn, req_ids={ORDER_IDS}) -> {got}, "
+                       f"expected {targets}"),
                  ctx.t("每个 token 都对，但顺序变了：第 i 个输出属于 req_ids[i]",
                        "every token is right but the order is not: output i belongs to req_ids[i]")], ("p08", 1, "d6"), "S6")
     return None
@@ -167,11 +198,17 @@ def greedy_verdict(ctx):
     except Exception as exc:  # noqa: BLE001 - the learner's code may raise anything
         if isinstance(exc, NotImplementedError):
             raise
-        return ([f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) raised {type(exc).__name__}: {str(exc)[:120]}"],
+        return ([ctx.t(f"调用 sample([{fmt_vec(row)[1:-1]}], temperature=0.0) 抛出 {type(exc).__name__}: {str(exc)[:120]}",
+                       f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) raised {type(exc).__name__}: {str(exc)[:120]}")],
                 ("p08", 1, "q3"), "I3")
     if got != [1]:
-        return ([f"called sample([{fmt_vec(row)[1:-1]}], temperature=0.0) -> {got}, expected [1] (the argmax)"],
-                ("p08", 1, "q3"), "I3")
+        lines = [ctx.t("调用 ", "called ") + f"sample([{fmt_vec(row)[1:-1]}], temperature=0.0) -> {got}, " + ctx.t("期望 [1]（argmax）",
+                                                                                           "expected [1] (the argmax)")]
+        if got == [int(torch.tensor(row).div(0.0).argmax())]:
+            lines.append(ctx.t("结果正是 argmax(row / 0)：先除以温度再判断 greedy，除出来全是 ±inf",
+                               "the result is exactly argmax(row / 0): the division by the temperature comes before the "
+                               "greedy test, and gives ±inf"))
+        return lines, ("p08", 1, "q3"), "I3"
     return None
 
 
@@ -179,8 +216,10 @@ def temperature_verdict(ctx):
     """None when 300 draws of [0, -1] at T = 0.25 fit p(token 0) = 0.982; else (lines, hint, check)."""
     fits, counts, expected = drawn_fits(ctx, [0.0, -1.0], dict(temperature=0.25), [])
     if not fits:
-        return ([f"300 draws of sample([0.0, -1.0], temperature=0.25) -> token 0 {counts[0] / 300:.3f} of the time, "
-                 f"expected {expected[0]:.3f} (softmax of row / T)"], ("p08", 2, "s3"), "E2.small_t")
+        return ([ctx.t(f"sample([0.0, -1.0], temperature=0.25) 抽 300 次 -> token 0 占 {counts[0] / 300:.3f}，"
+                       f"期望 {expected[0]:.3f}（row / T 的 softmax）",
+                       f"300 draws of sample([0.0, -1.0], temperature=0.25) -> token 0 {counts[0] / 300:.3f} of the time, "
+                       f"expected {expected[0]:.3f} (softmax of row / T)")], ("p08", 2, "s3"), "E2.small_t")
     return None
 
 
@@ -196,17 +235,22 @@ def penalty_verdict(ctx):
     """None when sample() applies the penalty to a sampled (non-greedy, unfiltered) row; else (lines, hint, check)."""
     fits, counts, expected = drawn_fits(ctx, [2.0, 0.0], dict(repetition_penalty=10.0), [0])
     if not fits:
-        return ([f"300 draws of sample([2.0, 0.0], repetition_penalty=10, prev_tokens=[0]) -> token 0 {counts[0] / 300:.3f} "
-                 f"of the time, expected {expected[0]:.3f} (2.0 / 10 = 0.2 against 0.0)"], ("p08", 2, "s1"), "E1.history")
+        return ([ctx.t(f"sample([2.0, 0.0], repetition_penalty=10, prev_tokens=[0]) 抽 300 次 -> token 0 占 {counts[0] / 300:.3f}，"
+                       f"期望 {expected[0]:.3f}（2.0 / 10 = 0.2 对 0.0）",
+                       f"300 draws of sample([2.0, 0.0], repetition_penalty=10, prev_tokens=[0]) -> token 0 {counts[0] / 300:.3f} "
+                       f"of the time, expected {expected[0]:.3f} (2.0 / 10 = 0.2 against 0.0)")], ("p08", 2, "s1"), "E1.history")
     return None
 
 
 FILTER_PROBES = [  # (row, params, the kept set a correct sample() draws from, what it shows)
-    ([math.log(p) for p in (0.5, 0.25, 0.15, 0.1)], dict(top_p=0.7), {0, 1}, "top-p keeps the token that crosses top_p"),
-    ([2.0, 1.0, 1.0, 0.0], dict(top_k=2), {0, 1, 2}, "top-k keeps every token tied with the k-th"),
-    ([1.0, 3.0, 0.0, 2.0], dict(top_k=1), {1}, "top_k=1 keeps only the largest value"),
-    ([1.0, 3.0, 0.0, 2.0], dict(top_k=2), {1, 3}, "top_k=2 keeps the two largest values, wherever they sit"),
-    ([0.7, 0.7, 0.7, 0.7], dict(top_p=0.5), 2, "top-p removes a token whose mass before is exactly top_p"),
+    ([math.log(p) for p in (0.5, 0.25, 0.15, 0.1)], dict(top_p=0.7), {0, 1},
+     ("越过 top_p 的 token 要留下", "top-p keeps the token that crosses top_p")),
+    ([2.0, 1.0, 1.0, 0.0], dict(top_k=2), {0, 1, 2}, ("和第 k 大并列的 token 都留下", "top-k keeps every token tied with the k-th")),
+    ([1.0, 3.0, 0.0, 2.0], dict(top_k=1), {1}, ("top_k=1 只留最大的值", "top_k=1 keeps only the largest value")),
+    ([1.0, 3.0, 0.0, 2.0], dict(top_k=2), {1, 3}, ("top_k=2 留下最大的两个值，不管它们在哪", "top_k=2 keeps the two largest values, "
+                                                  "wherever they sit")),
+    ([0.7, 0.7, 0.7, 0.7], dict(top_p=0.5), 2, ("之前的质量恰好等于 top_p 的 token 要删掉", "top-p removes a token whose mass before "
+                                                "is exactly top_p")),
 ]
 
 
@@ -216,14 +260,17 @@ def filter_verdict(ctx):
         params = [ctx.params(seed=700 + i, **kwargs) for i in range(60)]
         seen = set(ctx.sample(ctx.sampler(), ctx.tensor([row] * 60), [f"f{i}" for i in range(60)], params, [[]] * 60))
         if (seen != want) if isinstance(want, set) else (len(seen) != want):
-            shown = fmt_set(want) if isinstance(want, set) else f"{want} of the 4 equal tokens"
-            lines = [f"60 draws of sample([{fmt_vec(row)[1:-1]}], {', '.join(f'{k}={v}' for k, v in kwargs.items())}) -> "
-                     f"tokens {fmt_set(seen)}, expected {shown} ({rule})"]
+            shown = fmt_set(want) if isinstance(want, set) else ctx.t(f"4 个相等 token 中的 {want} 个", f"{want} of the 4 equal tokens")
+            args = ', '.join(f'{k}={v}' for k, v in kwargs.items())
+            lines = [ctx.t(f"sample([{fmt_vec(row)[1:-1]}], {args}) 抽 60 次 -> tokens {fmt_set(seen)}，期望 {shown}（{rule[0]}）",
+                           f"60 draws of sample([{fmt_vec(row)[1:-1]}], {args}) -> tokens {fmt_set(seen)}, expected {shown} "
+                           f"({rule[1]})")]
             if ctx.has_functions:                          # the learner's own piece on this very row first
                 name, arg = ("apply_top_p", kwargs["top_p"]) if "top_p" in kwargs else ("apply_top_k", kwargs["top_k"])
                 kept = _kept(ctx.vector(name, ctx.tensor(row), arg).tolist())
                 if (kept != want) if isinstance(want, set) else (len(kept) != want):
-                    return ([f"called {name}({fmt_vec(row)}, {name[6:]}={arg}) -> kept {fmt_set(kept)}, expected {shown}"],
+                    return ([ctx.t(f"调用 {name}({fmt_vec(row)}, {name[6:]}={arg}) -> 保留 {fmt_set(kept)}，期望 {shown}",
+                                   f"called {name}({fmt_vec(row)}, {name[6:]}={arg}) -> kept {fmt_set(kept)}, expected {shown}")],
                             ("p08", 1, "q4" if "top_p" in kwargs else "q5"), f"E2.{name[6:]}")
                 lines.append(ctx.t(f"你的 {name} 在这一行上是对的，但 sample() 过滤得不一样：sample() 是不是自己另写了一遍过滤？",
                                    f"your {name} is right on this row, but sample() filters differently: does sample() do "
@@ -233,12 +280,15 @@ def filter_verdict(ctx):
 
 
 def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False, temperature=False, penalty=False,
-                       filters=False):
+                       filters=False, order=None):
     """Fail with 'fix <check> first' if an earlier, simpler step explains the failure just observed.
 
-    cases: (row, params, prev) whose pieces to re-run; greedy / stream / temperature: also re-check those."""
+    cases: (row, params, prev) whose pieces to re-run; greedy / stream / temperature: also re-check those; order: also
+    look for a wrong order of the steps (S1-5), by default whenever the stream or the filters are re-checked."""
     if ctx.changed_inputs:                                   # this check's own calls saw inputs sample() had edited
-        raise _fix_first(ctx, observed, (ctx.changed_inputs + [ctx.t(
+        if verdict := in_place_verdict(ctx):                 # the learner's own step edits its input: that step first
+            raise fix_first(ctx, observed, verdict)
+        raise fix_first(ctx, observed, (ctx.changed_inputs + [ctx.t(
             "sample() 原地改了调用方传进来的数据（见上一行），之后的调用看到的就不是原来的输入了",
             "sample() changed its caller's input in place (the line above), so later calls saw other inputs")],
             ("p08", 2, "traps"), "I2"))
@@ -257,7 +307,61 @@ def earlier_step_first(ctx, observed: str, cases=(), greedy=False, stream=False,
         verdicts.append(filter_verdict(ctx))
     for verdict in verdicts:
         if verdict:
-            raise _fix_first(ctx, observed, verdict)
+            raise fix_first(ctx, observed, verdict)
+    if order if order is not None else (stream or filters):
+        if verdict := order_of_steps_verdict(ctx):
+            raise fix_first(ctx, observed, verdict)
+
+
+PIECE_CHECKS = (("apply_repetition_penalty", ([0, 1, 1], 1.5), "E1.penalty", "s1"), ("apply_top_k", (2,), "E2.top_k", "s4"),
+                ("apply_top_p", (0.5,), "E2.top_p", "s5"))
+
+
+def in_place_verdict(ctx):
+    """None unless one of the learner's own step functions edits the tensor it is given; else (lines, hint, check) of
+    that step (p08 only: a problem without step functions has none to ask)."""
+    if not ctx.has_functions:
+        return None
+    for name, args, check_id, _ in PIECE_CHECKS:
+        row = torch.tensor([0.3, -1.2, 2.0, 0.7, -0.1], device=ctx.device)
+        try:
+            ctx.vector(name, row, *args)
+        except RAISE_AS_IS:
+            raise
+        except Fail as exc:
+            if "in place" in " ".join(exc.lines) or "原地" in " ".join(exc.lines):
+                return exc.lines, ("p08", 2, "traps"), check_id
+        except Exception:  # noqa: BLE001 - a piece that crashes here is another check's business
+            continue
+    return None
+
+
+def order_of_steps_verdict(ctx):
+    """None unless sample() keeps, on S1-5's rows, exactly the set that one wrong order of the steps gives, while the
+    learner's own pieces are right on those rows and the seeded stream moves; else (lines, hint, "S1-5")."""
+    from tests.p08.checks_contract import ORDER_CASES, WRONG_ORDERS, kept_set_in_order   # (it imports this module)
+    if stream_verdict(ctx) or temperature_verdict(ctx):    # a stream that never moves, a temperature not used: not the order
+        return None
+    for row, kwargs, prev, why, hint in ORDER_CASES:
+        params = ctx.params(**kwargs)
+        if pieces_verdict(ctx, row, params, prev):
+            return None
+        allowed = oracle.kept(oracle.probs_for(row, params, prev))
+        sampler, seen, history = ctx.sampler(), set(), list(prev)   # a file that edits its prev_tokens edits a copy
+        for _ in range(80):
+            seen |= set(ctx.sample(sampler, ctx.tensor([row]), ["r"], [params], [history]))
+        if seen == allowed:
+            continue
+        matches = [ctx.t(*label) for steps, label in WRONG_ORDERS if kept_set_in_order(row, params, prev, steps) == seen]
+        if not matches:                                  # (two labels can name one order's set)
+            return None
+        return ([ctx.t("调用 ", "called ") + f"{ctx.sampler_name}.sample([{', '.join(f'{v:.3f}' for v in row)}], "
+                 f"{params_text(params)}, prev_tokens={prev}) " + ctx.t("80 次", "80 times") + f" -> tokens {sorted(seen)}"
+                 + ctx.t("，期望 ", ", expected ") + f"{sorted(allowed)}",
+                 ctx.t(f"正好是这种顺序得到的集合：{' / '.join(matches)}。",
+                       f"exactly the set this order gives: {' / '.join(matches)}. ")
+                 + ctx.t(*why)], hint, "S1-5")
+    return None
 
 
 @crash_explainer("p08")
@@ -265,14 +369,15 @@ def explain_crash(ctx, observed, cases):
     """sample() raised: if the learner's own penalty / top-k / top-p is wrong on a row of that call, fix that first."""
     for row, params, prev in cases:
         if verdict := pieces_verdict(ctx, row, params, prev):
-            raise _fix_first(ctx, observed, verdict, Explained)
+            raise fix_first(ctx, observed, verdict, Explained)
 
 
-def _fix_first(ctx, observed, verdict, kind=Fail):
+def fix_first(ctx, observed, verdict, kind=Fail):
     """The failure for `observed` when `verdict` (lines, hint, check) names an earlier step."""
     lines, hint, check_id = verdict
-    culprit = lines[0].split("(")[0].replace("called ", "") if lines[0].startswith("called apply_") else None
-    first = [ctx.t(f"原因在更早的一步：先修好 {check_id}", f"the cause is an earlier step: fix {check_id} first")] if check_id else []
+    culprit = (lines[0].split("(")[0].replace("called ", "").replace("调用 ", "")
+               if lines[0].startswith(("called apply_", "调用 apply_")) else None)
+    first = [fix_first_line(ctx, check_id)] if check_id else []
     return kind(observed, *lines, *first, hint=hint, where=culprit or f"{ctx.sampler_name}.sample")
 
 

@@ -33,6 +33,35 @@ IN_PLACE_DIVISION = (
      "    if penalty == 1.0 or len(prev_tokens) == 0:\n        return out\n",
      "    if penalty == 1.0 or len(prev_tokens) == 0:\n        return logits\n    out = logits.clone()\n"),
     ("row = row / p.temperature", "row /= p.temperature"))
+PENALTY_IN_PLACE = (("    out = logits.clone()                                                        # [V], never the caller's",
+                     "    out = logits"),)
+EMPTY_HISTORY_CRASHES = (("    if penalty == 1.0 or len(prev_tokens) == 0:\n        return out\n", ""),
+                         ("torch.as_tensor(prev_tokens, dtype=torch.long, device=logits.device)",
+                          "torch.tensor(prev_tokens, device=logits.device)"))        # torch.tensor([]) is float
+DIVIDE_BEFORE_GREEDY = ((
+    "            if p.temperature < GREEDY_TEMPERATURE:\n"
+    "                tokens[i] = torch.argmax(row)\n"
+    "                continue\n"
+    "            row = row / p.temperature\n",
+    "            row = row / p.temperature\n"
+    "            if p.temperature < GREEDY_TEMPERATURE:\n"
+    "                tokens[i] = torch.argmax(row)\n"
+    "                continue\n"),)
+TEMPERATURE_AFTER_FILTERS = (
+    ("            row = row / p.temperature                                                # step 3: [V]\n", ""),
+    ("            probs = torch.softmax(row, dim=-1)                                       # step 6: [V]\n",
+     "            probs = torch.softmax(row / p.temperature, dim=-1)\n"))
+TOP_P_BEFORE_TOP_K = ((
+    "            row = apply_top_k(row, p.top_k)                                          # step 4: [V]\n"
+    "            row = apply_top_p(row, p.top_p)                                          # step 5: [V]\n",
+    "            row = apply_top_p(row, p.top_p)\n            row = apply_top_k(row, p.top_k)\n"),)
+PENALTY_AFTER_TOP_K = (
+    ("            row = apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)  # step 1: [V]\n", ""),
+    ("            row = apply_top_k(row, p.top_k)                                          # step 4: [V]\n",
+     "            row = apply_top_k(row, p.top_k)\n"
+     "            row = apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)\n"),
+    ("                tokens[i] = torch.argmax(row)\n",
+     "                tokens[i] = torch.argmax(apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty))\n"))
 TOP_P_BY_GATHER = (("remove = torch.empty_like(remove_sorted).scatter_(0, order, remove_sorted)", "remove = remove_sorted[order]"),)
 BATCH_MAX_TOP_K = (("row = apply_top_k(row, p.top_k)", "row = apply_top_k(row, max(q.top_k for q in params))"),)
 TOP_K_EXACTLY_K = (('return logits.masked_fill(logits < kth_value, float("-inf"))',
@@ -48,8 +77,7 @@ P08 = [
         "        out[t] = out[t] / penalty if out[t] > 0 else out[t] * penalty\n"),), "penalises a repeated token once per occurrence", phrase='de-duplicate'),
     Mutant("divide_negatives", "E1.penalty", (("torch.where(values > 0, values / penalty, values * penalty)",
                                                "values / penalty"),), "divides negative logits too", phrase='negatives must be multiplied'),
-    Mutant("penalty_in_place", "I2", (("    out = logits.clone()                                                        # [V], never the caller's",
-                                       "    out = logits"),), "edits the caller's logits in place", phrase='untouched'),
+    Mutant("penalty_in_place", "I2", PENALTY_IN_PLACE, "edits the caller's logits in place", phrase="fix E1.penalty first"),
     Mutant("top_k_in_place", "I2", (('return logits.masked_fill(logits < kth_value, float("-inf"))',
                                      'return logits.masked_fill_(logits < kth_value, float("-inf"))'),), "masks top-k in place", phrase='in place'),
     Mutant("drop_crossing_token", "E2.top_p", (("mass_before = torch.cumsum(probs, dim=-1) - probs",
@@ -68,15 +96,7 @@ P08 = [
            "keeps k + 1 tokens", phrase='expected {0, 1}'),
     Mutant("greedy_before_penalty", "E1.greedy", (("tokens[i] = torch.argmax(row)", "tokens[i] = torch.argmax(logits[i])"),),
            "greedy rows skip the penalty", phrase='penalty comes after the greedy test'),
-    Mutant("divide_before_greedy", "I3", ((
-        "            if p.temperature < GREEDY_TEMPERATURE:\n"
-        "                tokens[i] = torch.argmax(row)\n"
-        "                continue\n"
-        "            row = row / p.temperature\n",
-        "            row = row / p.temperature\n"
-        "            if p.temperature < GREEDY_TEMPERATURE:\n"
-        "                tokens[i] = torch.argmax(row)\n"
-        "                continue\n"),),
+    Mutant("divide_before_greedy", "I3", DIVIDE_BEFORE_GREEDY,
         "divides by the temperature before the greedy test", phrase='before the greedy test'),
     Mutant("one_generator_for_batch", "I1", (("generator = self._generator(req_id, p, logits.device)",
                                               "generator = self._generator(req_ids[0], params[0], logits.device)"),),
@@ -117,21 +137,9 @@ P08 = [
                                         "        return tokens[sorted(range(len(req_ids)), key=lambda i: str(req_ids[i]))]\n"),),
            "returns rows sorted by request id", phrase='order is not'),
     Mutant("low_precision_math", "S0", (("row = logits[i].float()", "row = logits[i].clone()"),), "computes in bf16/fp16", phrase='the same row given in fp32 is right'),
-    Mutant("top_p_before_top_k", "S1-5", ((
-        "            row = apply_top_k(row, p.top_k)                                          # step 4: [V]\n"
-        "            row = apply_top_p(row, p.top_p)                                          # step 5: [V]\n",
-        "            row = apply_top_p(row, p.top_p)\n            row = apply_top_k(row, p.top_k)\n"),), "top-p before top-k", phrase='top-p before top-k'),
-    Mutant("temperature_after_filters", "S1-5", (
-        ("            row = row / p.temperature                                                # step 3: [V]\n", ""),
-        ("            probs = torch.softmax(row, dim=-1)                                       # step 6: [V]\n",
-         "            probs = torch.softmax(row / p.temperature, dim=-1)\n")), "tempers after the filters", phrase='the temperature after top-k/top-p'),
-    Mutant("penalty_after_top_k", "S1-5", (
-        ("            row = apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)  # step 1: [V]\n", ""),
-        ("            row = apply_top_k(row, p.top_k)                                          # step 4: [V]\n",
-         "            row = apply_top_k(row, p.top_k)\n"
-         "            row = apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty)\n"),
-        ("                tokens[i] = torch.argmax(row)\n",
-         "                tokens[i] = torch.argmax(apply_repetition_penalty(row, prev_tokens[i], p.repetition_penalty))\n")),
+    Mutant("top_p_before_top_k", "S1-5", TOP_P_BEFORE_TOP_K, "top-p before top-k", phrase='top-p before top-k'),
+    Mutant("temperature_after_filters", "S1-5", TEMPERATURE_AFTER_FILTERS, "tempers after the filters", phrase='the temperature after top-k/top-p'),
+    Mutant("penalty_after_top_k", "S1-5", PENALTY_AFTER_TOP_K,
         "penalises after top-k", phrase='top-k before the penalty'),
     Mutant("temperature_ignored", "E2.temperature", (("            row = row / p.temperature                                                # step 3: [V]\n", ""),),
            "forgets the temperature", phrase='does not use the temperature'),
@@ -313,4 +321,42 @@ P08 = [
              "list(prev_tokens[i])), p.repetition_penalty)"),),
            "keeps each request's first history instead of the one each call passes",
            phrase="kept something of the request's history"),
+    # feedback v4: the first block names the root cause (one block per cause; wrong= is what an earlier grader said)
+    Mutant("empty_history_crash_seen_by_e2_off", "E2.off", EMPTY_HISTORY_CRASHES,
+           "torch.tensor([]) is float: an empty history crashes the penalty; E2.off must report the crash at the line that "
+           "raised, not the top-k off rule", phrase="apply_repetition_penalty raised IndexError", wrong="top-k is on only"),
+    Mutant("empty_history_crash_seen_by_e1_history", "E1.history", EMPTY_HISTORY_CRASHES,
+           "the same crash, seen through sample() with uneven histories", phrase="apply_repetition_penalty raised IndexError"),
+    Mutant("empty_history_crash_seen_by_i3", "I3", EMPTY_HISTORY_CRASHES,
+           "the same crash, seen through greedy rows: not the division before the greedy test",
+           phrase="apply_repetition_penalty raised IndexError", wrong="T = 0 crashes"),
+    Mutant("empty_history_crash_seen_by_s1_5", "S1-5", EMPTY_HISTORY_CRASHES,
+           "the same crash, seen by the order of the steps", phrase="apply_repetition_penalty raised IndexError"),
+    Mutant("temperature_after_filters_seen_by_i6", "I6", TEMPERATURE_AFTER_FILTERS,
+           "tempers after the filters: I6's draws must name the order of the steps, not only the frequencies",
+           phrase="fix S1-5 first", wrong="6 standard deviations"),
+    Mutant("temperature_after_filters_seen_by_s0", "S0", TEMPERATURE_AFTER_FILTERS,
+           "the same, seen by S0's bf16/fp16 rows", phrase="fix S1-5 first", wrong="also gives"),
+    Mutant("divide_before_greedy_seen_by_e1_greedy", "E1.greedy", DIVIDE_BEFORE_GREEDY,
+           "divides before the greedy test: E1.greedy's block must name that step as the root (as next: does)",
+           phrase="the cause is step 2, the greedy test: fix I3 first", wrong="the cause is an earlier step"),
+    Mutant("divide_before_greedy_seen_by_i3_edges", "I3.edges", DIVIDE_BEFORE_GREEDY,
+           "the same, seen by I3.edges' tied rows: the same root, not a cause of its own", phrase="fix I3 first",
+           wrong="overflow to inf and tie"),
+    Mutant("penalty_in_place_seen_by_i6", "I6", PENALTY_IN_PLACE,
+           "the penalty edits its input in place: I6's changed logits come from E1.penalty's step, not from sample()",
+           phrase="fix E1.penalty first", wrong="fix I2 first"),
+    Mutant("top_k_in_place_seen_by_i2", "I2", (('return logits.masked_fill(logits < kth_value, float("-inf"))',
+                                                'return logits.masked_fill_(logits < kth_value, float("-inf"))'),),
+           "masks top-k in place: I2 names apply_top_k", phrase="apply_top_k changed the tensor it was given, in place"),
+    Mutant("top_p_in_place_seen_by_i4", "I4", (('    return logits.masked_fill(remove, float("-inf"))                            # [V]',
+                                                '    return logits.masked_fill_(remove, float("-inf"))'),),
+           "masks top-p in place: every check that calls apply_top_p names the same step",
+           phrase="apply_top_p changed the tensor it was given, in place"),
+    Mutant("top_p_strict_boundary_names_rank", "E2.top_p", (("remove_sorted = mass_before >= top_p",
+                                                            "remove_sorted = mass_before > top_p"),),
+           "the strict boundary: the report says which token by rank and id", phrase="the token ranked 2 (equal values rank by id: id 1)",
+           wrong="the mass before token 2"),
+    Mutant("penalty_after_top_k_seen_by_e1_history", "E1.history", PENALTY_AFTER_TOP_K,
+           "penalises after top-k: E1.history's top_k=1 rows must name the order of the steps", phrase="fix S1-5 first"),
 ]
