@@ -55,8 +55,12 @@ def hint_line(hint, lang: str) -> str:
 
 
 def failure_block(result, check, lang: str, verbose: bool) -> list:
-    """The 1-4 lines under a ✗: what was called and what came back, where, which hint to read."""
+    """The 1-4 lines under a ✗: what was called and what came back, where, which hint to read. A step not written
+    yet is one line, with its place (the report's next: line names the hint), so an untouched stub fits a screen."""
     lines = []
+    if result.status == "todo" and result.lines and not verbose:
+        at = pick(lang, f"，位置 {result.where}", f" — at {result.where}") if result.where else ""
+        return _folded([result.lines[0] + at])
     if result.status == "timeout":
         lines.append(pick(lang, f"超时：{result.seconds:.0f} 秒内没有结束（死循环，或者太慢？）",
                           f"timed out: did not finish within {result.seconds:.0f} s "

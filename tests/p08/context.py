@@ -55,10 +55,14 @@ STEP_OF = {  # check id -> (zh, en): the step of the stub whose rule that check 
 }
 
 
+STEP_OF_PROBLEM: dict = {}  # problem name -> its own {check id -> (zh, en)}, ahead of STEP_OF (a follow-up's steps)
+
+
 def fix_first_line(ctx, check_id) -> str:
     """'the cause is step 5, apply_top_p: fix E2.top_p first': the root cause's step and its check, in one line (the
     report's `next:` line repeats it)."""
-    zh, en = STEP_OF.get(check_id, (f"{check_id} 检查的那条规则", f"the rule {check_id} checks"))
+    own = STEP_OF_PROBLEM.get(ctx.problem.name, {})
+    zh, en = own.get(check_id) or STEP_OF.get(check_id, (f"{check_id} 检查的那条规则", f"the rule {check_id} checks"))
     return ctx.t(f"原因在{zh}：先修好 {check_id}", f"the cause is {en}: fix {check_id} first")
 
 

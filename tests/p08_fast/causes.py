@@ -10,6 +10,7 @@ from course import fast_batch, oracle
 from course.grader.checks import _noting
 from course.streams import stream_uniform
 from tests.p08.checks_examples import _follows_global_rng
+from tests.p08.context import STEP_OF_PROBLEM, fix_first_line
 from tests.p08.diagnose import pieces_checker
 
 GREEDY = 1e-5
@@ -31,10 +32,45 @@ def overflow_line(ctx, row_total, e, exact):
     return None
 
 
+STEP_OF_PROBLEM["p08-fast"] = {  # the fast path's steps, as a fix-first line names them (the penalty is given code)
+    "T1.route": ("第 1 步 route", "step 1, route"),
+    "T2.window_topk": ("第 2 步 window_topk", "step 2, window_topk"),
+    "T2.canonical_window": ("第 2 步 canonical_window", "step 2, canonical_window"),
+    "T3.row_total": ("第 3 步 row_total", "step 3, row_total"),
+    "T4.filter_window": ("第 4 步 filter_window", "step 4, filter_window"),
+    "T5.inverse_cdf": ("第 5 步 inverse_cdf", "step 5, inverse_cdf"),
+    "T5.streams": ("第 5 步：每个请求自己的流（_uniforms）", "step 5, each request's own stream (_uniforms)"),
+    "I5": ("第 5 步：每个请求自己的流", "step 5, each request's own stream"),
+    "E1.greedy": ("greedy 行取惩罚之后那一行的 argmax", "a greedy row's argmax of the penalised row"),
+    "E1.history": ("sample() 里的 penalty（给定代码的规则）", "the penalty inside sample() (the given code's rule)"),
+    "S6": ("sample() 的返回值", "what sample() returns"),
+}
+
+
+def streams_verdict(ctx):
+    """A stub-shaped file's own _uniforms, fresh sampler, one seeded request drawn twice: (lines, hint, "T5.streams")
+    when its numbers are not stream_uniform(seed, 0) and (seed, 1), else None."""
+    uniforms = getattr(getattr(ctx.impl, ctx.sampler_name, None), "_uniforms", None)
+    if not callable(uniforms) or not callable(getattr(ctx.impl, "stream_uniform", None)):
+        return None
+    try:
+        sampler, q = ctx.sampler(), ctx.params(seed=7)
+        got = [float(sampler._uniforms(["q"], [q])[0]) for _ in range(2)]
+    except Exception:  # noqa: BLE001 - a crash is T5's to report
+        return None
+    want = [stream_uniform(7, 0), stream_uniform(7, 1)]
+    if got == want:
+        return None
+    return ([f"called _uniforms(['q'], [seed=7]) twice on a fresh sampler -> {got}, expected {want} "
+             f"(stream_uniform(7, 0), stream_uniform(7, 1))"], ("p08-fast", 2, "s5"), "T5.streams")
+
+
 @pieces_checker("p08-fast")
 def fast_pieces_verdict(ctx, row, params, prev):
     """A stub-shaped fast path's own pieces on one row: its row_total on the row's weights (top-p-only rows, whose 100 %
-    it is). None when they agree with float64, else (lines, hint, check)."""
+    it is), and its streams (a drawn row). None when they agree, else (lines, hint, check)."""
+    if params.temperature >= GREEDY and (streams := streams_verdict(ctx)):
+        return streams
     row_total = getattr(ctx.impl, "row_total", None)
     if (not callable(row_total) or params.temperature < GREEDY or 0 < params.top_k < len(row)
             or not params.top_p < 1):
@@ -191,14 +227,14 @@ def uniform_line(ctx, target, ids, params, pos, row, prev):
                          f"有 seed 的行的数必须来自它自己的流，stream_uniform({target.seed}, 它抽过的次数)",
                          f"your _uniforms follows torch's global random state (the same number twice after torch.manual_seed(1), "
                          f"another after manual_seed(2)): a seeded row's number must come from its own stream, "
-                         f"stream_uniform({target.seed}, the number of its draws so far)")
+                         f"stream_uniform({target.seed}, the number of its draws so far)") + "; " + fix_first_line(ctx, "T5.streams")
         return ctx.t(f"一个新 sampler 里，你的 _uniforms 给 seed={target.seed} 的这一行 {alone!r}，它自己的流的第一个数是 "
                      f"stream_uniform({target.seed}, 0) = {own!r}" + ("：这是无 seed 的行共用的那条流（key 是 torch.initial_seed()）的数，"
                      "有 seed 的行要用它自己的流，它的 seed 和它抽过几次" if shared else "：有 seed 的行的数必须来自它自己的流"),
                      f"in a fresh sampler your _uniforms gives this row (seed={target.seed}) {alone!r}; its own stream's first "
                      f"number is stream_uniform({target.seed}, 0) = {own!r}" + (": yours is the unseeded rows' shared stream's "
                      "(keyed by torch.initial_seed()); a seeded row draws from its own stream, its seed and how many times it "
-                     "has drawn" if shared else ": a seeded row's number must come from its own stream"))
+                     "has drawn" if shared else ": a seeded row's number must come from its own stream")) + "; " + fix_first_line(ctx, "T5.streams")
     if alone != batched:
         return ctx.t(f"你的 _uniforms 给这一行的数单独时是 {alone!r}，在 batch 第 {pos} 行是 {batched!r}：这一行的数只能来自它自己的"
                      f"流（它的 seed 和它抽过几次），不能取决于 batch 的大小或顺序",

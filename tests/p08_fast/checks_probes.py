@@ -83,6 +83,9 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
                                f"different sets"))
     elif (changed := penalty_line(ctx, *batch[:3], pos) or _peers_penalty(ctx, a_probs, batch, pos)) is not None:
         lines.append(changed)
+    elif long_row and same_probs and (drawn := uniform_line(ctx, probe.params, batch[3], batch[1], pos, alone[0],
+                                                            alone[2][0])) and "T5.streams" in drawn:
+        lines.append(drawn)
     elif long_row:
         lines.append(ctx.t("只改了 batch 的大小（四份同样的行、同样的参数），这一行的" + ("token" if same_probs else "数") +
                            "就变了：它的计算取决于 batch 的形状",
