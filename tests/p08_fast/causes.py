@@ -48,7 +48,8 @@ def fast_pieces_verdict(ctx, row, params, prev):
         return None
     if abs(got - exact) <= 1e-5 * exact:
         return None
-    lines = [f"called row_total(exp(z - max) of this row [1, {len(row)}]) -> {got:.9g}, expected {exact:.9g} (float64 sum)"]
+    lines = [ctx.t(f"called row_total(exp(z - max) [1, {len(row)}])（这一行）-> {got:.9g}，期望 {exact:.9g}（float64 求和）",
+                   f"called row_total(exp(z - max) of this row [1, {len(row)}]) -> {got:.9g}, expected {exact:.9g} (float64 sum)")]
     lines += [line for line in [overflow_line(ctx, row_total, e, exact)] if line]
     return lines, ("p08-fast", 2, "s3"), "T3.row_total"
 
