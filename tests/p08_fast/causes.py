@@ -61,8 +61,10 @@ def streams_verdict(ctx):
     want = [stream_uniform(7, 0), stream_uniform(7, 1)]
     if got == want:
         return None
-    return ([f"called _uniforms(['q'], [seed=7]) twice on a fresh sampler -> {got}, expected {want} "
-             f"(stream_uniform(7, 0), stream_uniform(7, 1))"], ("p08-fast", 2, "s5"), "T5.streams")
+    return ([ctx.t(f"在一个新 sampler 上调用两次 _uniforms(['q'], [seed=7]) -> {got}，期望 {want}"
+                   f"（stream_uniform(7, 0)、stream_uniform(7, 1)）",
+                   f"called _uniforms(['q'], [seed=7]) twice on a fresh sampler -> {got}, expected {want} "
+                   f"(stream_uniform(7, 0), stream_uniform(7, 1))")], ("p08-fast", 2, "s5"), "T5.streams")
 
 
 @pieces_checker("p08-fast")
@@ -84,7 +86,8 @@ def fast_pieces_verdict(ctx, row, params, prev):
         return None
     if abs(got - exact) <= 1e-5 * exact:
         return None
-    lines = [f"called row_total(exp(z - max) of this row [1, {len(row)}]) -> {got:.9g}, expected {exact:.9g} (float64 sum)"]
+    lines = [ctx.t(f"called row_total(exp(z - max) [1, {len(row)}])（这一行）-> {got:.9g}，期望 {exact:.9g}（float64 求和）",
+                   f"called row_total(exp(z - max) of this row [1, {len(row)}]) -> {got:.9g}, expected {exact:.9g} (float64 sum)")]
     lines += [line for line in [overflow_line(ctx, row_total, e, exact)] if line]
     return lines, ("p08-fast", 2, "s3"), "T3.row_total"
 

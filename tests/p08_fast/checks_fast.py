@@ -56,8 +56,9 @@ def f1_filtered_distribution_equals_reference(ctx):
         got = fast_probs(ctx, ctx.sampler(), given, params, prev)
         if not torch.equal(given.cpu(), logits):
             rows = sorted({int(r) for r in (given.cpu() != logits).nonzero()[:, 0]})
-            raise Fail(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(dtype)[6:]}, ...): the logits it was "
-                       f"given changed in rows {rows[:6]}",
+            call = f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(dtype)[6:]}, ...)"
+            raise Fail(ctx.t(f"{call}：传给它的 logits 在第 {rows[:6]} 行被改了",
+                             f"{call}: the logits it was given changed in rows {rows[:6]}"),
                        ctx.t("filtered_probs 原地改了调用方的 logits（fp32 输入时 .float() 返回的就是同一个张量）：先 clone 再加 penalty",
                              "filtered_probs changed the caller's logits in place (for fp32 input .float() returns the same "
                              "tensor): clone before the penalty"), where="FastSampler.filtered_probs")
@@ -67,7 +68,9 @@ def f1_filtered_distribution_equals_reference(ctx):
             diff, zeros_differ = _differences(got[i], expected, exact)
             if diff > 1e-6 or zeros_differ:
                 worst = zeros_differ[:3] or [int((got[i] - expected).abs().argmax())]
-                tokens = "; ".join(f"token {w}: yours {got[i, w].item():.4g}, reference {expected[w].item():.4g}" for w in worst)
+                tokens = ctx.t("；", "; ").join(ctx.t(f"token {w}：你的 {got[i, w].item():.4g}，参考解 {expected[w].item():.4g}",
+                                                      f"token {w}: yours {got[i, w].item():.4g}, reference {expected[w].item():.4g}")
+                                                for w in worst)
                 if params[i].temperature < GREEDY_TEMPERATURE:                    # a one-hot row: say its rule
                     mine = (got[i] > 0).nonzero().flatten().tolist()
                     yours = (ctx.t(f"你的在 token {mine[0]}", f"yours at token {mine[0]}") if len(mine) == 1 else
@@ -83,7 +86,7 @@ def f1_filtered_distribution_equals_reference(ctx):
                         alone = fast_probs(ctx, ctx.sampler(), logits[i:i + 1].to(ctx.device), params[i:i + 1], prev[i:i + 1])
                         alone_diff, alone_zeros = _differences(alone[0], expected, exact)
                     if batch > 1 and alone_diff <= 1e-6 and not alone_zeros:
-                        why += ctx.t("。这一行单独算是对的，放在这个 batch 里就错了：它的 penalty 或过滤用到了别的行（历史混在一起、整批的 k/p/max）",
+                        why += ctx.t("。这一行单独算是对的，放在这个 batch 里就错了：它的 penalty 或过滤用到了别的行（历史混在一起、整批的 k、p 或 max）",
                                      ". This row alone is right, wrong in this batch: its penalty or filtering uses the other "
                                      "rows (histories mixed between rows, a batch-wide k, p or max)")
                 if note:
@@ -97,9 +100,11 @@ def f1_filtered_distribution_equals_reference(ctx):
                               window_stop_line(ctx, dev, params, prev, i, int((got[i] > 0).sum()), int((expected > 0).sum()))]
                     if batch > 1 and alone_diff <= 1e-6 and not alone_zeros:
                         causes.append(penalty_line(ctx, dev, params, prev, i))
-                raise Fail(f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(dtype)[6:]}, ...), row {i} "
-                           f"({params_text(params[i])}, {len(prev[i])} history tokens): {tokens}"
-                           + ("" if zeros_differ else f" (max |difference| {diff:.2e}, allowed 1e-6)"),
+                call = f"called FastSampler.filtered_probs(logits [{batch}, {vocab}] {str(dtype)[6:]}, ...)"
+                raise Fail(ctx.t(f"{call}，第 {i} 行（{params_text(params[i])}，{len(prev[i])} 个历史 token）：{tokens}"
+                                 + ("" if zeros_differ else f"（最大 |差| {diff:.2e}，允许 1e-6）"),
+                                 f"{call}, row {i} ({params_text(params[i])}, {len(prev[i])} history tokens): {tokens}"
+                                 + ("" if zeros_differ else f" (max |difference| {diff:.2e}, allowed 1e-6)")),
                            why, *[c for c in causes if c], where="FastSampler.filtered_probs")
 
 
@@ -117,8 +122,10 @@ def f2_exact_zeros_outside_kept_set(ctx):
         leak = ((expected == 0) & (got[i] != 0)).nonzero().flatten().tolist()
         if leak:
             mass = got[i][expected == 0].sum().item()
-            raise Fail(f"FastSampler.filtered_probs, V=50257, {params_text(p)}: token {leak[0]} is outside the kept set "
-                       f"but has probability {got[i, leak[0]].item():.2g}; {len(leak)} such tokens, {mass:.2g} in all",
+            raise Fail(ctx.t(f"FastSampler.filtered_probs，V=50257，{params_text(p)}：token {leak[0]} 在保留集合之外，"
+                             f"概率却是 {got[i, leak[0]].item():.2g}；这样的 token 有 {len(leak)} 个，合计 {mass:.2g}",
+                             f"FastSampler.filtered_probs, V=50257, {params_text(p)}: token {leak[0]} is outside the kept set "
+                             f"but has probability {got[i, leak[0]].item():.2g}; {len(leak)} such tokens, {mass:.2g} in all"),
                        ctx.t("被删掉的 token 必须恰好是 0：别用 clamp_min 之类的下限", "removed tokens must be exactly 0: no clamp_min floor"),
                        where="FastSampler.filtered_probs")
 
@@ -134,7 +141,8 @@ def f3_crossing_token_stays(ctx):
     got = fast_probs(ctx, ctx.sampler(), ctx.tensor([row] * len(cases)), params, [[]] * len(cases))
     for i, (kw, expected) in enumerate(cases):
         if (got[i] - torch.tensor(expected)).abs().max() > 1e-5 or got[i].isnan().any():
-            raise Fail(f"FastSampler.filtered_probs(log {PROBS}, {kw}) -> {fmt_vec(got[i])}, expected {fmt_vec(expected)}",
+            raise Fail(f"FastSampler.filtered_probs(log {PROBS}, {kw}) -> {fmt_vec(got[i])}"
+                       + ctx.t(f"，期望 {fmt_vec(expected)}", f", expected {fmt_vec(expected)}"),
                        ctx.t(f"保留集合应为 {fmt_set(oracle.kept(expected))}：用“之前的累计质量” cumsum − p 判断",
                              f"the kept set is {fmt_set(oracle.kept(expected))}: decide on the mass before a token, cumsum - p"),
                        where="FastSampler.filtered_probs")
@@ -152,10 +160,11 @@ def f4_bitwise_batch_invariance(ctx):
     tie_rows, tie_params, tie_prev = tie_batch(ctx, vocab)
     rows = torch.cat([rows, tie_rows])                                                                      # [14, V]
     targets, histories = targets + tie_params, histories + tie_prev
-    peer_sets = {"peers with a larger top_k": [P(top_k=500, seed=9)] * 5,
-                 "top-p-only peers on flat rows": [P(top_p=0.99, seed=10 + i) for i in range(5)],
-                 "64 random peers": [random_params(ctx, rng, vocab) for _ in range(64)]}
+    peer_sets = {ctx.t("top_k 更大的同伴", "peers with a larger top_k"): [P(top_k=500, seed=9)] * 5,
+                 ctx.t("平坦行上只有 top-p 的同伴", "top-p-only peers on flat rows"): [P(top_p=0.99, seed=10 + i) for i in range(5)],
+                 ctx.t("64 个随机同伴", "64 random peers"): [random_params(ctx, rng, vocab) for _ in range(64)]}
     for name, peers in peer_sets.items():
+        among = f" {name}" if name[0].isascii() else name                   # zh: a space before a leading digit only
         peer_rows = torch.randn(len(peers), vocab, generator=g) * rng.choice([0.1, 3.0])
         for t, (target, row) in enumerate(zip(targets, rows)):
             alone_sampler, batch_sampler = ctx.sampler(), ctx.sampler()
@@ -167,18 +176,22 @@ def f4_bitwise_batch_invariance(ctx):
             mixed = fast_probs(ctx, batch_sampler, batch_rows, batch_params, batch_prev)[pos]
             if not torch.equal(alone, mixed):
                 diff = (alone - mixed).abs().max().item()
-                raise Fail(f"FastSampler.filtered_probs: row ({params_text(target)}) alone vs at position {pos} among {name}: "
-                           f"max |difference| {diff:.2e}, kept {int((alone > 0).sum())} vs {int((mixed > 0).sum())} tokens",
+                raise Fail(ctx.t(f"FastSampler.filtered_probs：这一行（{params_text(target)}）单独 vs 在{among}中的位置 {pos}："
+                                 f"最大 |差| {diff:.2e}，保留 {int((alone > 0).sum())} vs {int((mixed > 0).sum())} 个 token",
+                                 f"FastSampler.filtered_probs: row ({params_text(target)}) alone vs at position {pos} among {name}: "
+                                 f"max |difference| {diff:.2e}, kept {int((alone > 0).sum())} vs {int((mixed > 0).sum())} tokens"),
                            ctx.t("逐位相同才算批不变：归约的长度、窗口大小都不能取决于同伴", "bit-for-bit or not invariant: no reduction length "
                                  "or window size may depend on the peers"), where="FastSampler.filtered_probs")
             ids = [f"p{j}" for j in range(pos)] + ["t"] + [f"p{j}" for j in range(pos, len(peers))]
             tokens_alone = [ctx.sample(alone_sampler, row[None].to(ctx.device), ["t"], [target], [histories[t]])[0] for _ in range(4)]
             tokens_mixed = [ctx.sample(batch_sampler, batch_rows, ids, batch_params, batch_prev)[pos] for _ in range(4)]
             if tokens_alone != tokens_mixed:
+                request = ctx.t(f"请求（{params_text(target)}），V={vocab}：单独 -> {tokens_alone}，在{among}中的位置 {pos} -> "
+                                f"{tokens_mixed}", f"request ({params_text(target)}), V={vocab}: alone -> {tokens_alone}, at "
+                                f"position {pos} among {name} -> {tokens_mixed}")
                 if why := uniform_line(ctx, target, ids, batch_params, pos, row[None].to(ctx.device), histories[t]):
-                    raise Fail(f"request ({params_text(target)}), V={vocab}: alone -> {tokens_alone}, at position {pos} among "
-                               f"{name} -> {tokens_mixed}", why, where="FastSampler.sample")
-                raise Fail(f"request ({params_text(target)}), V={vocab}: alone -> {tokens_alone}, at position {pos} among {name} -> {tokens_mixed}",
+                    raise Fail(request, why, where="FastSampler.sample")
+                raise Fail(request,
                            ctx.t("filtered_probs 单独和在 batch 里逐位相同，token 却不同：抽样取决于同伴。要么每步消费的随机数取决于 K 或 B，"
                                  "要么 sample() 没有按 filtered_probs 报告的分布抽（见 F6）",
                                  "filtered_probs is bit-identical alone and in the batch, yet the tokens differ: the draw depends "
@@ -195,8 +208,10 @@ def f4_bitwise_batch_invariance(ctx):
                            [P(top_k=63, seed=23), target], [[], []])[1]
         if not torch.equal(alone, mixed):
             diff = (alone - mixed).abs().max().item()
-            raise Fail(f"FastSampler.filtered_probs: row [5, 4, 3, 3, 3, -1, ...] (V=64, {params_text(target)}) alone vs beside a "
-                       f"peer with top_k=63: max |difference| {diff:.2e}",
+            raise Fail(ctx.t(f"FastSampler.filtered_probs：这一行 [5, 4, 3, 3, 3, -1, ...]（V=64，{params_text(target)}）单独 vs "
+                             f"在一个 top_k=63 的同伴旁：最大 |差| {diff:.2e}",
+                             f"FastSampler.filtered_probs: row [5, 4, 3, 3, 3, -1, ...] (V=64, {params_text(target)}) alone vs "
+                             f"beside a peer with top_k=63: max |difference| {diff:.2e}"),
                        ctx.t("同伴的 top_k = V - 1 让共享窗口成了整行；这一行第 k 大的值和下一个相等，它单独时走另一条路线。"
                              "一行走哪条路线（certain 与否）只能由它自己决定，不能因为窗口恰好是整行就算 certain",
                              "the peer's top_k = V - 1 makes the shared window the whole row; this row's k-th value ties the next, "
@@ -221,16 +236,23 @@ def f5_speed_against_reference_loop(ctx):
     ctx.sample(fast, logits, ids, params, prev)
     facts, slow_by_design = what_it_runs(ctx, fast, logits, ids, params, prev)
     if slow_by_design:                                                 # counted, not timed: the same on any machine
-        raise Fail(f"B=8 and B=64, V=50257, top_k=40, top_p=0.9: {facts[0]}", *facts[1:], where="FastSampler.sample")
+        raise Fail(ctx.t(f"B=8 和 B=64，V=50257，top_k=40，top_p=0.9：{facts[0]}", f"B=8 and B=64, V=50257, top_k=40, top_p=0.9: {facts[0]}"),
+                   *facts[1:],
+                   where="FastSampler.sample")
     ms = time_many({"fast": lambda: fast.sample(logits, ids, params, prev),            # they take turns: a busy machine
                     "loop": lambda: slow.sample(logits, ids, ref_params, prev),        # slows all three alike
                     "sort": lambda: full_sort.sample(logits, ids, ref_params, prev)},
                    repeat=3, warmup=1, device=ctx.device)                  # each called 4 times: a median of 3
-    measured = (f"B=64, V=50257, top_k=40, top_p=0.9: FastSampler.sample {ms['fast']:.2f} ms, reference loop {ms['loop']:.2f} ms "
-                f"({ms['loop'] / ms['fast']:.1f}x), full-vocab sort {ms['sort']:.2f} ms ({ms['sort'] / ms['fast']:.1f}x)")
+    measured = ctx.t(f"B=64, V=50257, top_k=40, top_p=0.9：FastSampler.sample {ms['fast']:.2f} ms，参考解的逐行循环 "
+                     f"{ms['loop']:.2f} ms（{ms['loop'] / ms['fast']:.1f}x），全词表排序 {ms['sort']:.2f} ms"
+                     f"（{ms['sort'] / ms['fast']:.1f}x）",
+                     f"B=64, V=50257, top_k=40, top_p=0.9: FastSampler.sample {ms['fast']:.2f} ms, reference loop "
+                     f"{ms['loop']:.2f} ms ({ms['loop'] / ms['fast']:.1f}x), full-vocab sort {ms['sort']:.2f} ms "
+                     f"({ms['sort'] / ms['fast']:.1f}x)")
     ctx.notes.append(measured)
     if ms["loop"] / ms["fast"] < over_loop or ms["sort"] / ms["fast"] < over_sort:
-        raise Fail(f"{measured}; expected at least {over_loop:.0f}x the loop and {over_sort:.0f}x the full sort",
+        raise Fail(ctx.t(f"{measured}；期望至少是循环的 {over_loop:.0f}x、全排序的 {over_sort:.0f}x",
+                         f"{measured}; expected at least {over_loop:.0f}x the loop and {over_sort:.0f}x the full sort"),
                    *facts, where="FastSampler.sample")
 
 
@@ -246,8 +268,10 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
     ops = {small: opcount.count(lambda: fast.sample(logits[:small], ids[:small], params[:small], prev[:small])),
            len(ids): opcount.counts_of(whole)}
     sorts = opcount.full_row_sorts(whole, vocab)
-    lines = [f"counted per call: {ops[small]} at B={small}, {ops[len(ids)]} at B={len(ids)}; "
-             f"{sorts} sort{'s' if sorts != 1 else ''} over full rows of V={vocab}"]
+    zh = {b: f"{c.ops} 个 op、{c.syncs} 次 sync、{c.uploads} 次上传" for b, c in ops.items()}   # Counts' str, in Chinese
+    lines = [ctx.t(f"每次调用计数：B={small} 时 {zh[small]}，B={len(ids)} 时 {zh[len(ids)]}；对 V={vocab} 的整行排序 {sorts} 次",
+                   f"counted per call: {ops[small]} at B={small}, {ops[len(ids)]} at B={len(ids)}; "
+                   f"{sorts} sort{'s' if sorts != 1 else ''} over full rows of V={vocab}")]
     if sorts:
         lines.append(ctx.t(f"它对整行（V={vocab}）排序：在 [B, K] 的窗口里做（torch.topk），不要排整个词表",
                            f"it sorts full rows (V={vocab}): work in the [B, K] window (torch.topk), not on the whole vocabulary"))
@@ -257,7 +281,7 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
         with watching(owner, "exact_rows", lambda x, *rest, **kw: taken.append(x.shape[0])), \
                 watching(ctx.impl, "window_topk", lambda x, width, *rest, **kw: widths.append(int(width))):
             fast.sample(logits, ids, params, prev)
-        lines[0] += f"; {sum(taken)} of {len(ids)} rows took the exact route"
+        lines[0] += ctx.t(f"；{len(ids)} 行中有 {sum(taken)} 行走了 exact 路线", f"; {sum(taken)} of {len(ids)} rows took the exact route")
         detour = sum(taken) > len(ids) // 2
         top_k = params[0].top_k
         if detour and widths and max(widths) <= top_k:                  # established: the window it asked for

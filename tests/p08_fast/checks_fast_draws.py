@@ -16,10 +16,12 @@ EDGES = (4, 16, 64, 256, 1024, 4096)
 def draw_cases(ctx):
     g = torch.Generator().manual_seed(23)
     peaked, wide, flat = zipf_logits(g, 1, 50257)[0], head_and_tail(g, 50257, 700), torch.randn(50257, generator=g) * 0.3
-    return [("V=50257, peaked, top_k=40, top_p=0.9", peaked, dict(top_k=40, top_p=0.9)),
-            ("V=50257, top-p only, a nucleus of 450 tokens", wide, dict(top_p=top_p_keeping(wide, 450))),
-            ("V=50257, flat, top-p only (thousands kept)", flat, dict(top_p=0.3, temperature=0.9)),
-            ("V=50257, peaked, top_k=1500", peaked, dict(top_k=1500, temperature=1.2))]
+    return [(ctx.t("V=50257，尖峰，top_k=40，top_p=0.9", "V=50257, peaked, top_k=40, top_p=0.9"), peaked, dict(top_k=40, top_p=0.9)),
+            (ctx.t("V=50257，只有 top-p，核心 450 个 token", "V=50257, top-p only, a nucleus of 450 tokens"), wide,
+             dict(top_p=top_p_keeping(wide, 450))),
+            (ctx.t("V=50257，平坦，只有 top-p（保留几千个）", "V=50257, flat, top-p only (thousands kept)"), flat,
+             dict(top_p=0.3, temperature=0.9)),
+            (ctx.t("V=50257，尖峰，top_k=1500", "V=50257, peaked, top_k=1500"), peaked, dict(top_k=1500, temperature=1.2))]
 
 
 @check("F6", "sample() 的抽样符合你自己的 filtered_probs()（真实词表大小）",
@@ -38,18 +40,22 @@ def f6_sample_matches_own_filtered_probs(ctx):
             batch_params = [ctx.params(seed=30_000 + 1000 * n + start + i, **kwargs) for i in range(chunk)]
             tokens += ctx.sample(ctx.sampler(), logits, [f"r{start + i}" for i in range(chunk)], batch_params,
                                  [[] for _ in range(chunk)])
-        call = f"{label}: {draws} draws of FastSampler.sample(..., {params_text(params[0])})"
+        call = ctx.t(f"{label}：FastSampler.sample(..., {params_text(params[0])}) 抽 {draws} 次",
+                     f"{label}: {draws} draws of FastSampler.sample(..., {params_text(params[0])})")
         zero = [t for t in tokens if probs[t] == 0]
         if zero:
-            raise Fail(f"{call} drew token {zero[0]}, to which your filtered_probs gives probability 0",
+            raise Fail(ctx.t(f"{call}，抽到了 token {zero[0]}，而你的 filtered_probs 给它的概率是 0",
+                             f"{call} drew token {zero[0]}, to which your filtered_probs gives probability 0"),
                        ctx.t("sample() 和 filtered_probs() 要用同一个过滤结果", "sample() and filtered_probs() must use the same filtering"),
                        where="FastSampler.sample")
         kept = int((probs > 0).sum())
         deepest = max(int(rank[t]) for t in tokens)
         below = float(probs[order[:deepest + 1]].sum())
         if below < 1 and draws * -math.log(below) > 20.7:                    # P(no draw deeper) < 1e-9
-            raise Fail(f"{call}: the deepest rank drawn is {deepest}, but your filtered_probs puts {1 - below:.0%} of the "
-                       f"mass on ranks {deepest + 1}-{kept - 1}",
+            raise Fail(ctx.t(f"{call}：抽到的最深排名是 {deepest}，而你的 filtered_probs 把 {1 - below:.0%} 的质量放在排名 "
+                             f"{deepest + 1}-{kept - 1} 上",
+                             f"{call}: the deepest rank drawn is {deepest}, but your filtered_probs puts {1 - below:.0%} of the "
+                             f"mass on ranks {deepest + 1}-{kept - 1}"),
                        ctx.t("sample() 没有抽到 filtered_probs 保留的深处 token：抽样时的窗口被截断了？",
                              "sample() never reaches tokens your filtered_probs keeps: is the window cut short when drawing?"),
                        where="FastSampler.sample")
@@ -59,7 +65,9 @@ def f6_sample_matches_own_filtered_probs(ctx):
             seen = sum(a <= int(rank[t]) < b for t in tokens) / draws
             allowed = 6 * math.sqrt(max(p * (1 - p), 1e-12) / draws) + 1 / draws
             if abs(seen - p) > allowed:
-                raise Fail(f"{call}: ranks {a}-{b - 1} drawn {seen:.3f} of the time, your filtered_probs says {p:.3f} "
-                           f"(allowed ±{allowed:.3f}, 6 standard deviations)",
+                raise Fail(ctx.t(f"{call}：排名 {a}-{b - 1} 被抽到的比例是 {seen:.3f}，你的 filtered_probs 说 {p:.3f}"
+                                 f"（允许 ±{allowed:.3f}，6 个标准差）",
+                                 f"{call}: ranks {a}-{b - 1} drawn {seen:.3f} of the time, your filtered_probs says {p:.3f} "
+                                 f"(allowed ±{allowed:.3f}, 6 standard deviations)"),
                            ctx.t("sample() 抽样用的分布和 filtered_probs() 报告的不一样", "sample() draws from another "
                                  "distribution than the one filtered_probs() reports"), where="FastSampler.sample")

@@ -40,11 +40,12 @@ def _facts(probs, tokens):
 
 def _state(ctx, label, facts, route):
     kept, total, tokens = facts
-    return (f"{label}: " + (f"route {route}, " if route else "") + f"kept {kept}, total {total:.9g}, token "
-            + (str(tokens[0]) if len(tokens) == 1 else str(tokens)))
+    shown = str(tokens[0]) if len(tokens) == 1 else str(tokens)
+    return ctx.t(f"{label}：" + (f"路线 {route}，" if route else "") + f"保留 {kept} 个，total {total:.9g}，token {shown}",
+                 f"{label}: " + (f"route {route}, " if route else "") + f"kept {kept}, total {total:.9g}, token {shown}")
 
 
-def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, here="beside the peer"):
+def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, here=None):
     """Fail when row pos of batch (logits, params, prev) is not the probe alone, bit for bit (filtered_probs and the
     tokens of fresh samplers). alone, batch: (logits, params, prev, req_ids); facts computed here."""
     got = []
@@ -57,15 +58,19 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
         return
     a_facts, b_facts, same_probs = _facts(a_probs, a_tok), _facts(b_probs, b_tok), torch.equal(a_probs, b_probs)
     routes = [_route(ctx, *alone[:3], 0), _route(ctx, *batch[:3], pos)]
-    moved = [name for name, a, b in zip(("kept count", "total", "token"), a_facts, b_facts) if a != b]
+    names = (ctx.t("保留个数", "kept count"), "total", "token")
+    moved = [name for name, a, b in zip(names, a_facts, b_facts) if a != b]
     if routes[0] != routes[1]:
-        moved.insert(0, "route")
+        moved.insert(0, ctx.t("路线", "route"))
     if not moved:
-        moved = ["probabilities"]
+        moved = [ctx.t("概率", "probabilities")]
     diff = (a_probs - b_probs).abs().max().item()
-    lines = [f"{where}, row ({probe.label}; {params_text(probe.params)}), alone vs at position {pos} beside {peer_name}: "
-             f"{', '.join(moved)} moved" + (f" (max |probability difference| {diff:.2e})" if diff else ""),
-             _state(ctx, "  alone", a_facts, routes[0]), _state(ctx, f"  {here}", b_facts, routes[1])]
+    here = here or ctx.t("在同伴旁", "beside the peer")
+    lines = [ctx.t(f"{where}，这一行（{probe.label}；{params_text(probe.params)}）单独 vs 在{peer_name}旁的位置 {pos}："
+                   f"{'、'.join(moved)} 变了" + (f"（最大 |概率差| {diff:.2e}）" if diff else ""),
+                   f"{where}, row ({probe.label}; {params_text(probe.params)}), alone vs at position {pos} beside {peer_name}: "
+                   f"{', '.join(moved)} moved" + (f" (max |probability difference| {diff:.2e})" if diff else "")),
+             _state(ctx, ctx.t("  单独", "  alone"), a_facts, routes[0]), _state(ctx, f"  {here}", b_facts, routes[1])]
     if routes[0] != routes[1]:
         logits, params, prev = alone[:3]
         copy = _route(ctx, torch.cat([logits, logits]), params * 2, prev * 2, 0) if len(params) == 1 else None
@@ -95,7 +100,7 @@ def compare(ctx, where, probe, alone, batch, pos, peer_name, long_row=False, her
         e = torch.exp(alone[0].float() - alone[0].float().max())                          # [1, V]
         one, four = e.sum(-1).item(), e.expand(4, -1).contiguous().sum(-1)[0].item()
         if one != four:                                                                    # seen here, on this CPU
-            lines.append(ctx.t(f"在这个长度上 torch.sum 对单独一行和对 batch 的舍入不同（这一行的 exp(z - max)：单独 {one:.9g}，"
+            lines.append(ctx.t(f"在这个长度上 torch.sum 对单独一行和对 batch 的舍入不同（这一行的 `exp(z - max)`：单独 {one:.9g}，"
                                f"四行的 batch 里 {four:.9g}）：对整行的求和用 int64 定点数（像 row_total）或逐行顺序的 cumsum",
                                f"at this length torch.sum rounds a lone row and a batch differently (this row's exp(z - max): "
                                f"{one:.9g} alone, {four:.9g} in a batch of four): sum over the row in int64 fixed point (as "
@@ -156,18 +161,22 @@ def f8_long_rows_alone_and_in_a_batch(ctx):
     try:
         vocab, g, P = 151936, torch.Generator().manual_seed(81), ctx.params
         peaked, flat = zipf_logits(g, 1, vocab)[0], torch.randn(vocab, generator=g) * 0.3             # [V] each
-        probes = [Probe("peaked, no filter", peaked, P(seed=1), []),
-                  Probe("flat, no filter, temperature 0.8", flat, P(temperature=0.8, seed=2), []),
-                  Probe("flat, top_k=1000", flat, P(top_k=1000, seed=3), []),
-                  Probe("peaked, top_k=50, top_p=0.9", peaked, P(top_k=50, top_p=0.9, seed=4), [])]
+        t = ctx.t
+        probes = [Probe(t("尖峰，不过滤", "peaked, no filter"), peaked, P(seed=1), []),
+                  Probe(t("平坦，不过滤，temperature 0.8", "flat, no filter, temperature 0.8"), flat, P(temperature=0.8, seed=2), []),
+                  Probe(t("平坦，top_k=1000", "flat, top_k=1000"), flat, P(top_k=1000, seed=3), []),
+                  Probe(t("尖峰，top_k=50，top_p=0.9", "peaked, top_k=50, top_p=0.9"), peaked, P(top_k=50, top_p=0.9, seed=4), [])]
+        four = t("在四行的 batch 里", "in the batch of four")
 
         def top_p_only(top_p):
             return P(top_p=top_p, seed=5)
         for row in _seas(vocab):                             # top-p only, cut inside a head of 20: the window's route
-            base = Probe(f"a head of 20 over a sea of {vocab - 20}, top-p only", row, top_p_only(1.0), [])
-            for side, top_p in zip(("just below", "at"), boundary(ctx, base, 12, top_p_only) or ()):
-                probes.append(Probe(f"{base.label}, top_p {side} its own boundary between keeping 12 and 13", row,
-                                    top_p_only(top_p), []))
+            base = Probe(ctx.t(f"{vocab - 20} 个小值之上的 20 个大值，只有 top-p", f"a head of 20 over a sea of {vocab - 20}, top-p only"),
+                         row, top_p_only(1.0), [])
+            for below, top_p in zip((True, False), boundary(ctx, base, 12, top_p_only) or ()):
+                label = ctx.t(f"{base.label}，top_p {'刚好低于' if below else '恰在'}它自己保留 12 与 13 个之间的边界",
+                              f"{base.label}, top_p {'just below' if below else 'at'} its own boundary between keeping 12 and 13")
+                probes.append(Probe(label, row, top_p_only(top_p), []))
         for n, probe in enumerate(probes):
             row = probe.row.to(ctx.device)
             p = probe.params
@@ -175,13 +184,14 @@ def f8_long_rows_alone_and_in_a_batch(ctx):
                                        for c in range(1, 4)]
             alone = (row[None], [probe.params], [[]], ["t"])
             batch = (row[None].expand(4, -1).contiguous(), copies, [[]] * 4, ["t", "c1", "c2", "c3"])
-            compare(ctx, f"V={vocab}", probe, alone, batch, 0, "three copies of itself (other seeds)", long_row=True,
-                    here="in the batch of four")
+            compare(ctx, f"V={vocab}", probe, alone, batch, 0, t("它自己的三份拷贝（别的 seed）", "three copies of itself (other seeds)"),
+                    long_row=True, here=four)
             if n < 2:                                                   # the plain rows: a draw on its own boundary
                 for u in draw_boundary(ctx, alone):
                     with fixed_uniform(ctx, u):
-                        compare(ctx, f"V={vocab}, every row's uniform set to {u!r} (where the lone row's token changes)",
-                                probe, alone, batch, 0, "three copies of itself", long_row=True, here="in the batch of four")
+                        compare(ctx, t(f"V={vocab}，每行的 uniform 都设为 {u!r}（单独一行的 token 在这里改变）",
+                                       f"V={vocab}, every row's uniform set to {u!r} (where the lone row's token changes)"),
+                                probe, alone, batch, 0, t("它自己的三份拷贝", "three copies of itself"), long_row=True, here=four)
     finally:
         torch.set_num_threads(threads)
 

@@ -155,22 +155,27 @@ def t3_window_topk(ctx):
                         why.append(ctx.t(f"漏掉的值在 id {lost[0]}：最后 {vocab % 64} 个 logit 凑不满一个 chunk，也要读",
                                          f"the missed value sits at id {lost[0]}, in the last {vocab % 64} logits that do "
                                          f"not fill a chunk: read them too"))
-                    raise Fail(f"called window_topk({shown}) -> row {r} values {rows_text(vals[r:r + 1])}, expected "
-                               f"{rows_text(expected[r:r + 1])} (torch.topk's), first difference at column {col}", *why,
+                    raise Fail(ctx.t(f"called window_topk({shown}) -> 第 {r} 行的值 {rows_text(vals[r:r + 1])}，期望 "
+                                     f"{rows_text(expected[r:r + 1])}（torch.topk 的），第一个不同在第 {col} 列",
+                                     f"called window_topk({shown}) -> row {r} values {rows_text(vals[r:r + 1])}, expected "
+                                     f"{rows_text(expected[r:r + 1])} (torch.topk's), first difference at column {col}"), *why,
                                where="window_topk")
             ids_cpu = ids.long().cpu()
             for r in range(n):
                 row_ids = ids_cpu[r].tolist()
                 bad = [i for i in row_ids if not 0 <= i < vocab]
                 if bad or len(set(row_ids)) != width:
-                    raise Fail(f"called window_topk({shown}) -> row {r} ids {rows_text([row_ids])}",
+                    raise Fail(f"called window_topk({shown}) -> " + ctx.t(f"第 {r} 行的 ids", f"row {r} ids")
+                               + f" {rows_text([row_ids])}",
                                ctx.t(f"id 必须在 [0, {vocab}) 内且互不相同", f"ids must be distinct and inside [0, {vocab})"),
                                where="window_topk")
                 pointed = x[r].cpu()[ids_cpu[r]]
                 if not torch.equal(pointed, expected[r].cpu()):
                     col = int((pointed != expected[r].cpu()).nonzero()[0])
-                    raise Fail(f"called window_topk({shown}) -> row {r} column {col}: value {fmt_num(vals[r, col])}, "
-                               f"id {row_ids[col]}, but x[{r}, {row_ids[col]}] = {fmt_num(x[r, row_ids[col]])}",
+                    raise Fail(ctx.t(f"called window_topk({shown}) -> 第 {r} 行第 {col} 列：值 {fmt_num(vals[r, col])}，"
+                                     f"id {row_ids[col]}，但 x[{r}, {row_ids[col]}] = {fmt_num(x[r, row_ids[col]])}",
+                                     f"called window_topk({shown}) -> row {r} column {col}: value {fmt_num(vals[r, col])}, "
+                                     f"id {row_ids[col]}, but x[{r}, {row_ids[col]}] = {fmt_num(x[r, row_ids[col]])}"),
                                ctx.t("每个 id 都要指回它那一列的值：x.gather(1, ids) == values",
                                      "each id must point at its column's value: x.gather(1, ids) == values"),
                                where="window_topk")
@@ -238,8 +243,10 @@ def t3_canonical_window(ctx):
         expected_z, order = torch.sort(z_in.cpu()[r][torch.argsort(ids_in.cpu()[r])], descending=True, stable=True)
         expected_ids = torch.sort(ids_in.cpu()[r]).values[order]
         col = int((ids[r] != expected_ids).nonzero()[0]) if bad[1] != "permutation" else "permutation"
-        head = (f"called canonical_window({shown}) -> row {r}: z {rows_text(z[r:r + 1], 8)}, ids {rows_text(ids[r:r + 1], 8)}, "
-                f"expected ids {rows_text(expected_ids[None], 8)}")
+        head = ctx.t(f"called canonical_window({shown}) -> 第 {r} 行：z {rows_text(z[r:r + 1], 8)}，ids "
+                     f"{rows_text(ids[r:r + 1], 8)}，期望 ids {rows_text(expected_ids[None], 8)}",
+                     f"called canonical_window({shown}) -> row {r}: z {rows_text(z[r:r + 1], 8)}, ids {rows_text(ids[r:r + 1], 8)}, "
+                     f"expected ids {rows_text(expected_ids[None], 8)}")
         if col == "permutation":
             raise Fail(head, ctx.t("输出必须是输入 (值, id) 对的重新排列：值和它的 id 一起移动",
                                    "the output must be the input's (value, id) pairs reordered: a value moves with its id"),

@@ -26,25 +26,29 @@ def t6_inverse_cdf(ctx):
     cs = f32([[1.0, 1.5, 1.8, 1.9], [1.0, 1.75, 2.05, 2.275]])
     e = f32([[1.0, 0.5, 0.0, 0.0], [1.0, 0.75, 0.3, 0.0]])
     total = f32([[1.5], [2.05]])
-    cases = [("u from hints L3's trace", [0.8, 0.9]), ("u = 0", [0.0, 0.0]), ("u just below 1", [1 - 2 ** -40, 1 - 2 ** -40]),
-             ("u inside the first column", [0.3, 0.2])]
+    t = ctx.t
+    cases = [(t("u 取自 hints L3 的演算", "u from hints L3's trace"), [0.8, 0.9]), ("u = 0", [0.0, 0.0]),
+             (t("u 刚好小于 1", "u just below 1"), [1 - 2 ** -40, 1 - 2 ** -40]),
+             (t("u 落在第一列里", "u inside the first column"), [0.3, 0.2])]
     for label, us in cases:
         u = torch.tensor(us, dtype=torch.float64, device=dev)[:, None]
         _check_columns(ctx, cs, total, u, e, label)
     exact = (f32([[1.0, 1.5, 2.0, 2.5]] * 2), f32([[2.0]] * 2), f32([[1.0, 0.5, 0.5, 0.0]] * 2))
     _check_columns(ctx, exact[0], exact[1], torch.tensor([[0.5], [0.75]], dtype=torch.float64, device=dev), exact[2],
-                   "u * total exactly equal to a prefix: that column is not above it")
+                   t("u * total 恰好等于一个前缀：那一列不算高于它", "u * total exactly equal to a prefix: that column is not above it"))
     # a sweep over u, and a row whose total sits a hair above its last kept prefix (rounding): no column exceeds
     grid = torch.linspace(0, 0.999, 37, dtype=torch.float64)
     cs2 = f32([[1.0, 1.5, 1.8, 1.9]] * 37)
     e2 = f32([[1.0, 0.5, 0.3, 0.0]] * 37)
-    _check_columns(ctx, cs2, f32([[1.8]] * 37), grid.to(dev)[:, None], e2, "37 values of u in [0, 0.999]")
+    _check_columns(ctx, cs2, f32([[1.8]] * 37), grid.to(dev)[:, None], e2, t("[0, 0.999] 里的 37 个 u", "37 values of u in [0, 0.999]"))
     hair = torch.nextafter(torch.tensor(1.5), torch.tensor(2.0)).item()
     _check_columns(ctx, f32([[1.0, 1.5, 1.8]]), f32([[hair]]), torch.tensor([[0.9999999999]], dtype=torch.float64, device=dev),
-                   f32([[1.0, 0.5, 0.0]]), "rounding leaves no column above u * total: the last with mass")
+                   f32([[1.0, 0.5, 0.0]]), t("舍入之后没有一列高于 u * total：取最后一个有质量的列",
+                                             "rounding leaves no column above u * total: the last with mass"))
     hair = torch.nextafter(torch.tensor(1.0), torch.tensor(2.0)).item()
     _check_columns(ctx, f32([[1.0, 1.0, 1.0]]), f32([[hair]]), torch.tensor([[0.9999999999]], dtype=torch.float64, device=dev),
-                   f32([[1.0, 0.0, 0.0]]), "rounding, and only column 0 has mass: column 0, never a column without mass")
+                   f32([[1.0, 0.0, 0.0]]), t("舍入，且只有第 0 列有质量：取第 0 列，绝不取没有质量的列",
+                                             "rounding, and only column 0 has mass: column 0, never a column without mass"))
 
 
 def _check_columns(ctx, cs, total, u, e, label):
@@ -62,8 +66,11 @@ def _check_columns(ctx, cs, total, u, e, label):
         if columns[r] != want:
             why = ctx.t("阈值 = u * total；选第一个 cs > 阈值（严格大于）且 e > 0 的列；一个都没有就取最后一个有质量的列",
                         "threshold = u * total; the first column with cs > threshold (strictly) and e > 0; none: the last column with mass")
-            raise Fail(f"called inverse_cdf({shown}) -> row {r}: column {columns[r]}, expected {want} "
-                       f"(u = {u[r, 0].item():.10g}, threshold {u[r, 0].item() * total[r, 0].item():.10g}; {label})", why,
+            u_r, threshold = u[r, 0].item(), u[r, 0].item() * total[r, 0].item()
+            raise Fail(ctx.t(f"called inverse_cdf({shown}) -> 第 {r} 行：第 {columns[r]} 列，期望 {want} "
+                             f"（u = {u_r:.10g}，阈值 {threshold:.10g}；{label}）",
+                             f"called inverse_cdf({shown}) -> row {r}: column {columns[r]}, expected {want} "
+                             f"(u = {u_r:.10g}, threshold {threshold:.10g}; {label})"), why,
                        where="inverse_cdf")
 
 
@@ -113,7 +120,8 @@ def t6_streams(ctx):
                        where="FastSampler._uniforms")
         for r, (v, want) in enumerate(zip(values, expected)):
             if float(v) != want[0]:
-                raise Fail(f"called {shown} -> row {r}: {float(v)!r}, expected {want[0]!r} = {want[1]} ({label})",
+                raise Fail(ctx.t(f"called {shown} -> 第 {r} 行：{float(v)!r}，期望 {want[0]!r} = {want[1]}（{label}）",
+                                 f"called {shown} -> row {r}: {float(v)!r}, expected {want[0]!r} = {want[1]} ({label})"),
                            *[w for w in [_which_number(ctx, float(v), want)] if w],
                            ctx.t("一个带 seed 的请求：第 n 次抽取 = stream_uniform(seed, n)，n 从 0 数起、跨 step 累加、free 后归零；"
                                  "无 seed 的行共用一条流（key = torch.initial_seed()）；greedy 行不抽（0.0），也不计数",
@@ -124,11 +132,13 @@ def t6_streams(ctx):
     def s(seed, n):
         return stream_uniform(seed, n), f"stream_uniform({seed}, {n})", (seed, n)
     key = torch.initial_seed()
+    t = ctx.t
     draw(["a", "b", "c", "g"], [seven, eight, seven, greedy], [s(7, 0), s(8, 0), s(7, 0), (0.0, "0.0: greedy", None)],
-         "first step: c has a's seed and a stream of its own")
-    draw(["b", "a"], [eight, seven], [s(8, 1), s(7, 1)], "second step, another order")
-    draw(["u", "v"], [unseeded, unseeded], [s(key, 0), s(key, 1)], "unseeded rows: one shared stream")
-    draw(["g"], [hot], [s(9, 0)], "g was greedy before: it had drawn nothing")
+         t("第一步：c 的 seed 和 a 相同，但有它自己的流", "first step: c has a's seed and a stream of its own"))
+    draw(["b", "a"], [eight, seven], [s(8, 1), s(7, 1)], t("第二步，换个顺序", "second step, another order"))
+    draw(["u", "v"], [unseeded, unseeded], [s(key, 0), s(key, 1)], t("无 seed 的行：共用一条流", "unseeded rows: one shared stream"))
+    draw(["g"], [hot], [s(9, 0)], t("g 之前是 greedy：它还什么都没抽过", "g was greedy before: it had drawn nothing"))
     _noting("called free('a')", sampler.free, "a")
     _noting("called free('never-seen')", sampler.free, "never-seen")
-    draw(["a", "b", "w"], [seven, eight, unseeded], [s(7, 0), s(8, 2), s(key, 2)], "after free('a'): a starts again, b goes on")
+    draw(["a", "b", "w"], [seven, eight, unseeded], [s(7, 0), s(8, 2), s(key, 2)],
+         t("free('a') 之后：a 从头开始，b 接着数", "after free('a'): a starts again, b goes on"))

@@ -9,25 +9,27 @@ VOCAB = 1000
 
 def _cases(ctx, window_k):
     """(params, expected route, why) for rows that sit on every edge of the rule."""
-    p = ctx.params
+    p, t = ctx.params, ctx.t
     return [
         (p(temperature=0.0), "greedy", "temperature 0"),
-        (p(temperature=0.0, top_k=5, top_p=0.5), "greedy", "temperature 0 with filters: still greedy"),
+        (p(temperature=0.0, top_k=5, top_p=0.5), "greedy", t("temperature 0 加过滤：仍是 greedy", "temperature 0 with filters: still greedy")),
         (p(temperature=9e-6, top_k=300), "greedy", "temperature 9e-6 < 1e-5"),
-        (p(temperature=1e-5, top_k=5), "top_k", "temperature 1e-5 is not greedy"),
+        (p(temperature=1e-5, top_k=5), "top_k", t("temperature 1e-5 不算 greedy", "temperature 1e-5 is not greedy")),
         (p(top_k=5), "top_k", "top_k 5"),
-        (p(top_k=40, top_p=0.9), "top_k", "top_k 40 and top_p 0.9: top-k on"),
+        (p(top_k=40, top_p=0.9), "top_k", t("top_k 40 且 top_p 0.9：top-k 开启", "top_k 40 and top_p 0.9: top-k on")),
         (p(top_k=1), "top_k", "top_k 1"),
         (p(top_k=window_k), "top_k", f"top_k = WINDOW_K = {window_k}"),
         (p(top_k=window_k + 1), "exact", f"top_k = WINDOW_K + 1 = {window_k + 1}"),
-        (p(top_k=VOCAB - 1, top_p=0.5), "exact", f"top_k = V - 1 = {VOCAB - 1}: on, above WINDOW_K"),
-        (p(top_k=VOCAB, top_p=0.9), "top_p", f"top_k = V = {VOCAB} is off, top_p 0.9"),
-        (p(top_k=VOCAB + 5), "plain", "top_k = V + 5 is off, top_p 1"),
-        (p(top_k=0, top_p=0.9), "top_p", "top_k 0 is off, top_p 0.9"),
+        (p(top_k=VOCAB - 1, top_p=0.5), "exact", t(f"top_k = V - 1 = {VOCAB - 1}：开启，大于 WINDOW_K",
+                                                   f"top_k = V - 1 = {VOCAB - 1}: on, above WINDOW_K")),
+        (p(top_k=VOCAB, top_p=0.9), "top_p", t(f"top_k = V = {VOCAB} 是关闭的，top_p 0.9", f"top_k = V = {VOCAB} is off, top_p 0.9")),
+        (p(top_k=VOCAB + 5), "plain", t("top_k = V + 5 是关闭的，top_p 1", "top_k = V + 5 is off, top_p 1")),
+        (p(top_k=0, top_p=0.9), "top_p", t("top_k 0 是关闭的，top_p 0.9", "top_k 0 is off, top_p 0.9")),
         (p(top_k=-1, top_p=0.999), "top_p", "top_k -1, top_p 0.999"),
-        (p(top_k=-2), "plain", "top_k -2 is off, top_p 1"),
-        (p(), "plain", "defaults: no filter"),
-        (p(temperature=1.7, repetition_penalty=1.3, seed=3), "plain", "temperature 1.7 and a penalty, no filter"),
+        (p(top_k=-2), "plain", t("top_k -2 是关闭的，top_p 1", "top_k -2 is off, top_p 1")),
+        (p(), "plain", t("默认值：不过滤", "defaults: no filter")),
+        (p(temperature=1.7, repetition_penalty=1.3, seed=3), "plain",
+         t("temperature 1.7 加 penalty，不过滤", "temperature 1.7 and a penalty, no filter")),
     ]
 
 
@@ -46,12 +48,14 @@ def _placed(ctx, got, n, shown):
                        ctx.t("每个列表按 batch 行号升序", "each list holds batch rows in ascending order"), where="route")
         for row in rows:
             if not (isinstance(row, int) and 0 <= row < n) or row in where:
-                raise Fail(f"called route({shown}) -> row {row!r} in {name}" + (f" and in {where[row]}" if row in where else ""),
+                raise Fail(f"called route({shown}) -> " + ctx.t(f"第 {row!r} 行在 {name}" + (f" 和 {where[row]} 里" if row in where else " 里"),
+                                                             f"row {row!r} in {name}" + (f" and in {where[row]}" if row in where else "")),
                            one_list, where="route")
             where[row] = name
     missing = [r for r in range(n) if r not in where]
     if missing:
-        raise Fail(f"called route({shown}) -> rows {missing} in no list", one_list, where="route")
+        raise Fail(f"called route({shown}) -> " + ctx.t(f"第 {missing} 行不在任何列表里", f"rows {missing} in no list"), one_list,
+                   where="route")
     return where
 
 
@@ -68,20 +72,24 @@ def t2_route(ctx):
     window_k = getattr(ctx.impl, "WINDOW_K", 256)
     cases = _cases(ctx, window_k)
     params = [p for p, _, _ in cases]
-    shown = f"{len(params)} rows, vocab={VOCAB}"
+    shown = ctx.t(f"{len(params)} 行, vocab={VOCAB}", f"{len(params)} rows, vocab={VOCAB}")
     where = _placed(ctx, call(ctx, "route", shown, params, VOCAB), len(params), shown)
     for row, (p, want, _) in enumerate(cases):        # first the rows alone: a route may not depend on the peers
-        alone = _placed(ctx, call(ctx, "route", f"[row {row}], vocab={VOCAB}", [p], VOCAB), 1, f"[row {row}], vocab={VOCAB}")
+        one = ctx.t(f"[第 {row} 行], vocab={VOCAB}", f"[row {row}], vocab={VOCAB}")
+        alone = _placed(ctx, call(ctx, "route", one, [p], VOCAB), 1, one)
         if alone[0] != where[row]:
-            raise Fail(f"called route([row {row}], vocab={VOCAB}) -> row {row} ({_knobs(p)}) in {alone[0]}, but in the "
-                       f"batch of {len(params)} -> in {where[row]}",
+            raise Fail(ctx.t(f"called route({one}) -> 第 {row} 行（{_knobs(p)}）在 {alone[0]}，但在 {len(params)} 行的 batch 里 "
+                             f"-> 在 {where[row]}",
+                             f"called route({one}) -> row {row} ({_knobs(p)}) in {alone[0]}, but in the "
+                             f"batch of {len(params)} -> in {where[row]}"),
                        ctx.t("一行走哪条路只能由它自己的参数决定：路线不同，数值就不同，批不变性就没了",
                              "a row's route must depend on its own params alone: another route computes other floats, "
                              "and batch invariance is gone"), where="route")
 
     for row, (p, want, why) in enumerate(cases):
         if where[row] != want:
-            raise Fail(f"called route({shown}) -> row {row} ({_knobs(p)}) in {where[row]}, expected {want} ({why})",
+            raise Fail(ctx.t(f"called route({shown}) -> 第 {row} 行（{_knobs(p)}）在 {where[row]}，期望 {want}（{why}）",
+                             f"called route({shown}) -> row {row} ({_knobs(p)}) in {where[row]}, expected {want} ({why})"),
                        ctx.t("greedy 先判（temperature < 1e-5，不管过滤参数）；top_k 开启 = 0 < top_k < V：<= WINDOW_K 走 top_k，"
                              "更大走 exact；只开 top_p（< 1）走 top_p；都不开走 plain",
                              "greedy first (temperature < 1e-5, whatever the filters); top-k on = 0 < top_k < V: top_k up to "

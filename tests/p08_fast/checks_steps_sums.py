@@ -20,7 +20,8 @@ def t3_row_total(ctx):
     tiny = ctx.tensor([[1.0, 0.5, 0.3, 0.1, 0.1]])
     got = need_tensor(ctx, "row_total", rows_text(tiny), call(ctx, "row_total", rows_text(tiny), tiny), (1, 1))
     if abs(got.item() - 2.0) > 1e-6:
-        raise Fail(f"called row_total({rows_text(tiny)}) -> {rows_text(got)}, expected [[2]]", where="row_total")
+        raise Fail(f"called row_total({rows_text(tiny)}) -> {rows_text(got)}" + ctx.t("，期望 [[2]]", ", expected [[2]]"),
+                   where="row_total")
     threads = torch.get_num_threads()
     torch.set_num_threads(max(threads, 4))               # torch.sum splits a lone long row across threads
     try:
@@ -35,16 +36,21 @@ def t3_row_total(ctx):
             if not ((total.double() - exact).abs() / exact).max().item() < 1e-5:
                 r = int(((total.double() - exact).abs() / exact).argmax())
                 overflow = overflow_line(ctx, ctx.fn("row_total"), x[r:r + 1].contiguous(), float(exact[r, 0]))
-                raise Fail(f"called row_total(e [6, {vocab}]) -> row {r} = {bits(total[r, 0].item())}, expected "
-                           f"{bits(exact[r, 0].item())} (float64 sum)" + {5: " (row 5: weights in [0.5, 1])",
-                                                                 4: " (row 4: every weight 1)"}.get(r, ""),
+                raise Fail(ctx.t(f"called row_total(e [6, {vocab}]) -> 第 {r} 行 = {bits(total[r, 0].item())}，期望 "
+                                 f"{bits(exact[r, 0].item())}（float64 求和）" + {5: "（第 5 行：权重在 [0.5, 1] 里）",
+                                                                              4: "（第 4 行：每个权重都是 1）"}.get(r, ""),
+                                 f"called row_total(e [6, {vocab}]) -> row {r} = {bits(total[r, 0].item())}, expected "
+                                 f"{bits(exact[r, 0].item())} (float64 sum)" + {5: " (row 5: weights in [0.5, 1])",
+                                                                               4: " (row 4: every weight 1)"}.get(r, "")),
                            *[line for line in [overflow] if line], where="row_total")
             for r in range(6):
                 alone = call(ctx, "row_total", f"e[{r}:{r + 1}] [1, {vocab}]", x[r:r + 1].contiguous())
                 alone = need_tensor(ctx, "row_total", f"e[{r}:{r + 1}]", alone, (1, 1)).cpu()
                 if not torch.equal(alone[0], total[r]):
-                    raise Fail(f"called row_total(e[{r}:{r + 1}]) [1, {vocab}] -> {bits(alone.item())}, but row {r} of "
-                               f"row_total(e) [6, {vocab}] -> {bits(total[r, 0].item())}",
+                    raise Fail(ctx.t(f"called row_total(e[{r}:{r + 1}]) [1, {vocab}] -> {bits(alone.item())}，但 "
+                                     f"row_total(e) [6, {vocab}] 的第 {r} 行 -> {bits(total[r, 0].item())}",
+                                     f"called row_total(e[{r}:{r + 1}]) [1, {vocab}] -> {bits(alone.item())}, but row {r} of "
+                                     f"row_total(e) [6, {vocab}] -> {bits(total[r, 0].item())}"),
                                ctx.t("一行的总和不能取决于 batch：torch.sum 会把单独一行拆给几个线程；换成 int64 定点数相加（整数加法与顺序无关）",
                                      "a row's total must not depend on the batch: torch.sum splits a lone row across threads; "
                                      "add int64 fixed-point units instead (integer adds do not depend on the order)"),
@@ -120,30 +126,43 @@ def t4_filter_window(ctx):
     ties = torch.tensor([[3.0, 2.0, 2.0, 2.0, 1.0, 0.0, -1.0, -2.0]])
     twin = torch.tensor([[2.0, 2.0, 1.0, 0.0]])                                        # tied maxima
     twin_mass = float(torch.exp(twin[0] - 2.0).double().sum())                         # 2.50: all of V
+    t = ctx.t
     cases = [  # (label, x [n, V], width, top_k, top_p, row_mass, certain expected)
-        ("example 2, rows a and c, W=4", worked, 4, [3, 0], [0.6, 0.75], [0.0, row_c_mass], [True, True]),
-        ("example 2, rows a and c, W=6 (the whole row)", worked, 6, [3, 0], [0.6, 0.75], [0.0, row_c_mass], [True, True]),
-        ("row a alone, W=5", worked[:1], 5, [3], [0.6], [0.0], [True]),
-        ("row c alone, W=4", worked[1:], 4, [0], [0.75], [row_c_mass], [True]),
-        ("row a, top_k=1 keeps its maximum alone, W=4", worked[:1], 4, [1], [INF], [0.0], [True]),
-        ("row c with top_p=0.9, W=4", worked[1:], 4, [0], [0.9], [row_c_mass], [False]),
-        ("probs [0.5, 0.25, 0.15, 0.1], top_p=0.7 (blog bug 1)", blog, 4, [0], [0.7], [2.0], [True]),
-        ("ties at the k-th value, top_k=2: the run goes on past column k", ties, 6, [2], [INF], [0.0], [False]),
-        ("the same row with top_k=4: the k-th value is above column k", ties, 6, [4], [INF], [0.0], [True]),
-        ("a tie run up to the window's end, top_k=2", ties, 4, [2], [INF], [0.0], [False]),
-        ("a tie run up to the window's end, top_k=2, top_p=0.3 keeps 1", ties, 4, [2], [0.3], [0.0], [False]),
-        ("8 equal values, top-p only: the kept run (3 of them) ties the window's last value, W=4", torch.zeros(1, 8), 4,
+        (t("例 2，a 行和 c 行，W=4", "example 2, rows a and c, W=4"), worked, 4, [3, 0], [0.6, 0.75], [0.0, row_c_mass],
+         [True, True]),
+        (t("例 2，a 行和 c 行，W=6（整行）", "example 2, rows a and c, W=6 (the whole row)"), worked, 6, [3, 0], [0.6, 0.75],
+         [0.0, row_c_mass], [True, True]),
+        (t("a 行单独，W=5", "row a alone, W=5"), worked[:1], 5, [3], [0.6], [0.0], [True]),
+        (t("c 行单独，W=4", "row c alone, W=4"), worked[1:], 4, [0], [0.75], [row_c_mass], [True]),
+        (t("a 行，top_k=1 只保留它的最大值，W=4", "row a, top_k=1 keeps its maximum alone, W=4"), worked[:1], 4, [1], [INF],
+         [0.0], [True]),
+        (t("c 行配 top_p=0.9，W=4", "row c with top_p=0.9, W=4"), worked[1:], 4, [0], [0.9], [row_c_mass], [False]),
+        (t("probs [0.5, 0.25, 0.15, 0.1]，top_p=0.7（博客 bug 1）", "probs [0.5, 0.25, 0.15, 0.1], top_p=0.7 (blog bug 1)"),
+         blog, 4, [0], [0.7], [2.0], [True]),
+        (t("第 k 大的值处并列，top_k=2：这串相等的值越过第 k 列", "ties at the k-th value, top_k=2: the run goes on past column k"),
+         ties, 6, [2], [INF], [0.0], [False]),
+        (t("同一行配 top_k=4：第 k 大的值高于第 k 列", "the same row with top_k=4: the k-th value is above column k"), ties, 6,
+         [4], [INF], [0.0], [True]),
+        (t("一串相等的值直到窗口末尾，top_k=2", "a tie run up to the window's end, top_k=2"), ties, 4, [2], [INF], [0.0], [False]),
+        (t("一串相等的值直到窗口末尾，top_k=2，top_p=0.3 保留 1 个", "a tie run up to the window's end, top_k=2, top_p=0.3 keeps 1"),
+         ties, 4, [2], [0.3], [0.0], [False]),
+        (t("8 个相等的值，只有 top-p：保留的那串（3 个）与窗口最后一个值相等，W=4",
+           "8 equal values, top-p only: the kept run (3 of them) ties the window's last value, W=4"), torch.zeros(1, 8), 4,
          [0], [0.3], [8.0], [False]),
-        ("tied maxima, top_k=1 keeps both, then top_p=0.45 of their mass", twin, 4, [1], [0.45], [twin_mass], [True]),
-        ("tied maxima, top_k=2, top_p=0.5: the mass before the second is exactly 0.5, so it goes", twin, 4, [2], [0.5],
+        (t("并列的最大值，top_k=1 两个都保留，再取它们质量的 top_p=0.45",
+           "tied maxima, top_k=1 keeps both, then top_p=0.45 of their mass"), twin, 4, [1], [0.45], [twin_mass], [True]),
+        (t("并列的最大值，top_k=2，top_p=0.5：第二个之前的质量恰好是 0.5，所以它被删",
+           "tied maxima, top_k=2, top_p=0.5: the mass before the second is exactly 0.5, so it goes"), twin, 4, [2], [0.5],
          [0.0], [True]),
     ]
     spread = torch.randn(8, 300, generator=torch.Generator().manual_seed(46)) * 2.0          # [8, 300] no ties
     ks = [7, 12, 17, 23, 29, 33, 37, 40]
     for r, k in enumerate(ks):                   # each row alone: its own window, top_k + 1 columns
-        cases.append((f"random row {r} alone, top_k={k}, W={k + 1}", spread[r:r + 1], k + 1, [k], [INF], [0.0], [True]))
+        cases.append((t(f"随机行 {r} 单独，top_k={k}，W={k + 1}", f"random row {r} alone, top_k={k}, W={k + 1}"), spread[r:r + 1],
+                      k + 1, [k], [INF], [0.0], [True]))
     for width in (41, 64, 300):                  # the same rows together: the widest need sets W (or a peer's)
-        cases.append((f"8 random rows, top_k {ks[0]}..{ks[-1]}, W={width}", spread, width, ks, [INF] * 8, [0.0] * 8, [True] * 8))
+        cases.append((t(f"8 个随机行，top_k {ks[0]}..{ks[-1]}，W={width}", f"8 random rows, top_k {ks[0]}..{ks[-1]}, W={width}"),
+                      spread, width, ks, [INF] * 8, [0.0] * 8, [True] * 8))
     seen = {}
     for label, x, width, top_k, top_p, row_mass, certain in cases:
         z, _ = stable_window(x.to(dev), width)
@@ -173,25 +192,31 @@ def t4_filter_window(ctx):
         for r in range(n):
             n_kept, e_kept, kept_mass = expected_window(z[r].cpu().tolist(), top_k[r], top_p[r], row_mass[r])
             zeros_ok = bool((e[r, n_kept:] == 0).all()) and bool((e[r, :n_kept] > 0).all())
-            row = f"called filter_window({shown}) -> row {r}"
+            row = f"called filter_window({shown}) -> " + t(f"第 {r} 行", f"row {r}")
             if not zeros_ok:
                 why = _window_mass_why(ctx, z[r].cpu().tolist(), top_k[r], top_p[r], row_mass[r], e[r], n_kept)
-                raise Fail(f"{row}: e {rows_text(e[r:r + 1], 8)}, expected {n_kept} kept columns "
-                           f"{rows_text([e_kept], 8)} and exactly 0 after ({label})", *[w for w in [why] if w],
+                raise Fail(t(f"{row}：e {rows_text(e[r:r + 1], 8)}，期望保留 {n_kept} 列 {rows_text([e_kept], 8)}，"
+                             f"其后恰好为 0（{label}）",
+                             f"{row}: e {rows_text(e[r:r + 1], 8)}, expected {n_kept} kept columns "
+                             f"{rows_text([e_kept], 8)} and exactly 0 after ({label})"), *[w for w in [why] if w],
                            ctx.t("保留的是一个前缀：top-k（>= 第 k 大的值）与 top-p（之前的质量 >= top_p 就删）中较短的那个；其余恰好为 0",
                                  "the kept set is a prefix: the shorter of top-k's (values >= the k-th) and top-p's (drop once "
                                  "the mass before reaches top_p); exactly 0 after it"),
-                           hint=("p08-fast", 1, "q3") if "blog" in label else None, where="filter_window")
+                           hint=("p08-fast", 1, "q3") if "bug 1" in label else None, where="filter_window")
             if max(abs(a - b) for a, b in zip(e[r, :n_kept].tolist(), e_kept)) > 1e-5 or abs(total[r, 0].item() - kept_mass) > 1e-5 * kept_mass:
-                raise Fail(f"{row}: e {rows_text(e[r:r + 1], 8)}, total {fmt_num(total[r, 0])}, expected "
-                           f"{rows_text([e_kept], 8)}, total {fmt_num(kept_mass)} ({label})",
+                raise Fail(t(f"{row}：e {rows_text(e[r:r + 1], 8)}，total {fmt_num(total[r, 0])}，期望 "
+                             f"{rows_text([e_kept], 8)}，total {fmt_num(kept_mass)}（{label}）",
+                             f"{row}: e {rows_text(e[r:r + 1], 8)}, total {fmt_num(total[r, 0])}, expected "
+                             f"{rows_text([e_kept], 8)}, total {fmt_num(kept_mass)} ({label})"),
                            ctx.t("e = exp(z - z[:, :1])（第 0 列是最大值），total = 保留列的质量", "e = exp(z - z[:, :1]) (column 0 is the max), "
                                  "total = the mass of the kept columns"), where="filter_window")
             if not torch.allclose(cs[r, :n_kept].double(), torch.tensor(e_kept, dtype=torch.float64).cumsum(0), rtol=1e-5):
-                raise Fail(f"{row}: cs {rows_text(cs[r:r + 1], 8)}, expected prefix sums of e {rows_text([e_kept], 8)} ({label})",
+                raise Fail(t(f"{row}：cs {rows_text(cs[r:r + 1], 8)}，期望 e {rows_text([e_kept], 8)} 的前缀和（{label}）",
+                             f"{row}: cs {rows_text(cs[r:r + 1], 8)}, expected prefix sums of e {rows_text([e_kept], 8)} ({label})"),
                            where="filter_window")
             if sure[r] != certain[r]:
-                raise Fail(f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})",
+                raise Fail(t(f"{row}：certain = {sure[r]}，期望 {certain[r]}（{label}）",
+                             f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})"),
                            ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
                                  "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
                                  "certain is judged by the row alone: a top-k row needs its k-th value > the value right after it "
@@ -213,7 +238,9 @@ def t4_filter_window(ctx):
                              "不要对窗口做 sum",
                              "a row's numbers must not depend on the width W or on the other rows, bit for bit: read total "
                              "from the prefix sums at the row's own last kept column, no sum over the window"))
-                raise Fail(f"{row} ({label}): total {bits(mine[1])}, kept e {rows_text([mine[0]])}",
-                           f"the same row ({other_label}): total {bits(other[1])}, kept e {rows_text([other[0]])}",
+                raise Fail(t(f"{row}（{label}）：total {bits(mine[1])}，保留的 e {rows_text([mine[0]])}",
+                             f"{row} ({label}): total {bits(mine[1])}, kept e {rows_text([mine[0]])}"),
+                           t(f"同一行（{other_label}）：total {bits(other[1])}，保留的 e {rows_text([other[0]])}",
+                             f"the same row ({other_label}): total {bits(other[1])}, kept e {rows_text([other[0]])}"),
                            why, where="filter_window")
             seen.setdefault(key, (label, mine))

@@ -81,27 +81,33 @@ def probe_rows(ctx, vocab):
     out = []
     row, at = tail(), spots(34)                                                                # ranks 27-33 tied:
     row[at[:27]], row[at[27:]] = torch.linspace(3.0, 1.0, 27), 0.5                             # the k-th (30th) too
-    out.append((Probe("ties at its k-th value (top_k=30 keeps 34)", row, P(top_k=30, seed=1), []), (3,)))
+    t = ctx.t
+    out.append((Probe(t("第 k 大的值处并列（top_k=30 保留 34 个）", "ties at its k-th value (top_k=30 keeps 34)"), row,
+                      P(top_k=30, seed=1), []), (3,)))
     row, at = tail(), spots(60)
     row[at] = torch.linspace(2.5, -1.0, 60)
-    out.append((Probe("a clear k-th value, temperature 0.7", row, P(top_k=40, temperature=0.7, seed=2), []), (5,)))
+    out.append((Probe(t("第 k 大的值分明，temperature 0.7", "a clear k-th value, temperature 0.7"), row,
+                      P(top_k=40, temperature=0.7, seed=2), []), (5,)))
     row, at = tail(), spots(20)
     row[at] = torch.linspace(3.0, 0.0, 20)
-    out.append((Probe("top-p only, a nucleus of about 10", row, P(seed=3), []), (10,)))
+    out.append((Probe(t("只有 top-p，核心约 10 个", "top-p only, a nucleus of about 10"), row, P(seed=3), []), (10,)))
     row, at = tail() - 4.0, spots(80)
     row[at] = torch.linspace(1.0, -1.0, 80)                                                    # 80 close values
-    out.append((Probe("top-p only, a nucleus that ends at the window's edge (64 columns)", row, P(seed=4), []),
+    out.append((Probe(t("只有 top-p，核心恰好止于窗口边缘（64 列）", "top-p only, a nucleus that ends at the window's edge (64 columns)"),
+                      row, P(seed=4), []),
                 (WINDOW - 1, WINDOW)))
     row, at = tail(), spots(12)
     row[at[:2]], row[at[2:]] = 2.0, torch.linspace(1.0, 0.0, 10)                               # tied maxima
-    out.append((Probe("tied maxima", row, P(seed=5), []), (1,)))
-    out.append((Probe("tied maxima, greedy", row.clone(), P(temperature=0.0), []), ()))
-    out.append((Probe("tied maxima, top_k=1 keeps both", row.clone(), P(top_k=1, seed=6), []), ()))
+    out.append((Probe(t("并列的最大值", "tied maxima"), row, P(seed=5), []), (1,)))
+    out.append((Probe(t("并列的最大值，greedy", "tied maxima, greedy"), row.clone(), P(temperature=0.0), []), ()))
+    out.append((Probe(t("并列的最大值，top_k=1 两个都保留", "tied maxima, top_k=1 keeps both"), row.clone(), P(top_k=1, seed=6), []), ()))
     row, at = tail(), spots(30)
     row[at] = torch.linspace(2.0, -0.5, 30)
-    out.append((Probe("a penalised row (1.3 on its top 3)", row, P(top_k=20, temperature=1.2, repetition_penalty=1.3, seed=7),
+    out.append((Probe(t("有 penalty 的行（前 3 个 1.3）", "a penalised row (1.3 on its top 3)"), row,
+                      P(top_k=20, temperature=1.2, repetition_penalty=1.3, seed=7),
                       [int(i) for i in at[:3]]), (4,)))
-    out.append((Probe("a plain row, temperature 1.3", torch.randn(vocab, generator=g), P(temperature=1.3, seed=8), []), ()))
+    out.append((Probe(t("普通的行，temperature 1.3", "a plain row, temperature 1.3"), torch.randn(vocab, generator=g),
+                      P(temperature=1.3, seed=8), []), ()))
     return out
 
 
@@ -119,9 +125,12 @@ def placed(ctx, probes):
                               repetition_penalty=p.repetition_penalty, seed=p.seed)
         for rank in ranks:
             sides = boundary(ctx, probe, rank, make)
-            for side, top_p in zip(("just below", "at"), sides or ()):
-                out.append(Probe(f"{probe.label}; top_p {side} its own boundary between keeping {rank} and {rank + 1}",
-                                 probe.row, make(top_p), probe.history))
+            for side, top_p in zip(("below", "at"), sides or ()):
+                label = ctx.t(f"{probe.label}；top_p {'刚好低于' if side == 'below' else '恰在'}它自己保留 {rank} 与 {rank + 1} "
+                              f"个之间的边界",
+                              f"{probe.label}; top_p {'just below' if side == 'below' else 'at'} its own boundary between "
+                              f"keeping {rank} and {rank + 1}")
+                out.append(Probe(label, probe.row, make(top_p), probe.history))
     return out
 
 
@@ -131,20 +140,22 @@ def peers(ctx, vocab, probe, window_k):
     P, g = ctx.params, torch.Generator().manual_seed(vocab + 1)
     spread = lambda: torch.randn(1, vocab, generator=g) * 2.0                                # noqa: E731
     top = [int(i) for i in torch.topk(probe.row, 3).indices]
-    kinds = {f"a peer with top_k = V - 1 = {vocab - 1}": (spread(), [P(top_k=vocab - 1, seed=101)]),
-             f"a peer with top_k = V = {vocab} (off) and top_p=0.9": (spread(), [P(top_k=vocab, top_p=0.9, seed=102)])}
+    t = ctx.t
+    kinds = {t(f"一个 top_k = V - 1 = {vocab - 1} 的同伴", f"a peer with top_k = V - 1 = {vocab - 1}"):
+             (spread(), [P(top_k=vocab - 1, seed=101)], []),
+             t(f"一个 top_k = V = {vocab}（关闭）且 top_p=0.9 的同伴", f"a peer with top_k = V = {vocab} (off) and top_p=0.9"):
+             (spread(), [P(top_k=vocab, top_p=0.9, seed=102)], [])}
     if vocab - 1 > window_k + 1:
-        kinds[f"a peer with top_k = {window_k + 20} (above WINDOW_K = {window_k})"] = (spread(), [P(top_k=window_k + 20, seed=103)])
-    kinds["a flat top-p-only peer (its nucleus cannot fit a window)"] = (torch.randn(1, vocab, generator=g) * 0.01,
-                                                                         [P(top_p=0.9, seed=104)])
-    kinds["a greedy peer"] = (spread(), [P(temperature=0.0)])
-    kinds["a penalised peer (2.0 on this row's top 3 ids)"] = (spread(), [P(top_k=10, repetition_penalty=2.0, seed=106)])
+        kinds[t(f"一个 top_k = {window_k + 20}（大于 WINDOW_K = {window_k}）的同伴",
+                f"a peer with top_k = {window_k + 20} (above WINDOW_K = {window_k})")] = (
+            spread(), [P(top_k=window_k + 20, seed=103)], [])
+    kinds[t("一个平坦、只有 top-p 的同伴（它的核心装不进窗口）", "a flat top-p-only peer (its nucleus cannot fit a window)")] = (
+        torch.randn(1, vocab, generator=g) * 0.01, [P(top_p=0.9, seed=104)], [])
+    kinds[t("一个 greedy 同伴", "a greedy peer")] = (spread(), [P(temperature=0.0)], [])
+    kinds[t("一个有 penalty 的同伴（对这一行的前 3 个 id 用 2.0）", "a penalised peer (2.0 on this row's top 3 ids)")] = (
+        spread(), [P(top_k=10, repetition_penalty=2.0, seed=106)], top)
     p = probe.params
-    kinds["its own copy (another seed)"] = (probe.row[None].clone(), [ctx.params(
+    kinds[t("它自己的拷贝（另一个 seed）", "its own copy (another seed)")] = (probe.row[None].clone(), [ctx.params(
         temperature=p.temperature, top_k=p.top_k, top_p=p.top_p, repetition_penalty=p.repetition_penalty,
-        seed=None if p.seed is None else p.seed + 1000)])
-    out = {}
-    for name, (rows, params) in kinds.items():
-        history = top if "penalised peer" in name else (probe.history if "own copy" in name else [])
-        out[name] = (rows, params, [history])
-    return out
+        seed=None if p.seed is None else p.seed + 1000)], probe.history)
+    return {name: (rows, params, [history]) for name, (rows, params, history) in kinds.items()}
