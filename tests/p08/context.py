@@ -174,7 +174,7 @@ class SamplerCtx(Ctx):
         if bad:
             row = bad[0]
             raise WrongOutput(f"{called} -> {tokens[:8]}{'...' if batch > 8 else ''}",
-                              f"row {row} (req_id {req_ids[row]!r}, {params_text(params[row])}): " + self.t(
+                              self.t(f"第 {row} 行", f"row {row}") + f" (req_id {req_ids[row]!r}, {params_text(params[row])}): " + self.t(
                                   f"token id {tokens[row]} 不在 [0, {vocab}) 内", f"token id {tokens[row]} is outside [0, {vocab})"),
                               *self._route_line(params, vocab, row), where=method)
         return tokens
