@@ -120,12 +120,18 @@ def e1_greedy_after_penalty(ctx):
                            ctx.t("用 top_k=1 的非 greedy 行也一样选了 token 0：sample() 根本没有用 prev_tokens[i] 做 penalty",
                                  "a non-greedy row with top_k=1 also picks token 0: sample() does not apply the penalty with "
                                  "prev_tokens[i] at all"), hint=("p08", 2, "s1"), where=f"{ctx.sampler_name}.sample")
-            raise Fail(f"{call} -> {got}{wrong}",
-                       ctx.t("token 0 罚后 3.0/1.5 = 2.0 < 2.5，greedy 应改选 token 2；不加 penalty 的 greedy 行是对的，"
-                             "所以是 penalty 放在了 greedy 判断之后：penalty 要在 greedy 判断之前",
-                             "token 0 becomes 3.0/1.5 = 2.0 < 2.5, so greedy picks token 2; greedy rows without a penalty are "
-                             "right, so the penalty comes after the greedy test: penalise before it"),
-                       where=f"{ctx.sampler_name}.sample")
+            if ctx.has_functions:                            # p08: the learner orders the steps
+                why = ctx.t("token 0 罚后 3.0/1.5 = 2.0 < 2.5，greedy 应改选 token 2；不加 penalty 的 greedy 行是对的，"
+                            "所以是 penalty 放在了 greedy 判断之后：penalty 要在 greedy 判断之前",
+                            "token 0 becomes 3.0/1.5 = 2.0 < 2.5, so greedy picks token 2; greedy rows without a penalty are "
+                            "right, so the penalty comes after the greedy test: penalise before it")
+            else:                                            # a fast path: greedy rows read a row, penalised or not
+                why = ctx.t("token 0 罚后 3.0/1.5 = 2.0 < 2.5，greedy 应改选 token 2；不加 penalty 的 greedy 行是对的，"
+                            "所以 greedy 行取的是没罚过的 logits 的 argmax：要取罚过之后那一行（penalized_fp32 的结果）的 argmax",
+                            "token 0 becomes 3.0/1.5 = 2.0 < 2.5, so greedy picks token 2; greedy rows without a penalty are "
+                            "right, so the greedy rows take the argmax of the unpenalised logits: take it of the penalised "
+                            "row (what penalized_fp32 returns)")
+            raise Fail(f"{call} -> {got}{wrong}", why, where=f"{ctx.sampler_name}.sample")
 
 
 # ---- E2 ----------------------------------------------------------------------------------------------
