@@ -151,7 +151,7 @@ def _low_precision_without_penalties(ctx):
             message = str(exc).splitlines()[0][:160] if str(exc) else ""
             raise Fail(ctx.t(f"called FastSampler.filtered_probs({shown}) 和 sample() -> {type(exc).__name__}: `{message}`",
                              f"called FastSampler.filtered_probs({shown}) and sample() -> {type(exc).__name__}: {message}"),
-                       why, where="FastSampler.filtered_probs") from exc
+                       why, hint=("p08-fast", 2, "given"), where="FastSampler.filtered_probs") from exc
         want_probs = ctx.sampler().filtered_probs(logits.float(), params, prev)
         if not (isinstance(probs, torch.Tensor) and probs.dtype == torch.float32 and torch.equal(probs, want_probs)):
             gap = ("" if not isinstance(probs, torch.Tensor) or probs.shape != want_probs.shape
@@ -159,4 +159,4 @@ def _low_precision_without_penalties(ctx):
             raise Fail(ctx.t(f"在 {shown} 上调用 filtered_probs -> `{describe(probs)}`；同样的 logits 先 .float() -> float32 概率{gap}",
                              f"called filtered_probs on {shown} -> {describe(probs)}; on the same logits .float() first -> "
                              f"float32 probabilities{gap}"),
-                       why, where="FastSampler.filtered_probs")
+                       why, hint=("p08-fast", 2, "given"), where="FastSampler.filtered_probs")

@@ -148,6 +148,31 @@ def f3_crossing_token_stays(ctx):
                        where="FastSampler.filtered_probs")
 
 
+def _many_rows_beside_a_wide_peer(ctx):
+    """48 random rows of V = 1000 (top_k 60, half of them with top_p 0.9), each alone and all in one batch beside a
+    peer with top_k 250: filtered_probs bit for bit. Rounding that depends on the window's width (a sum over all W
+    columns, a softmax over the window) shows in about a quarter of such rows, rarely in a few."""
+    P, g = ctx.params, torch.Generator().manual_seed(61)
+    rows = torch.randn(49, 1000, generator=g) * 2.0                                          # [49, V]; row 48: the peer
+    params = [P(top_k=60, top_p=0.9 if r % 2 else 1.0, seed=r) for r in range(48)] + [P(top_k=250, seed=99)]
+    together = fast_probs(ctx, ctx.sampler(), rows.to(ctx.device), params, [[]] * 49)
+    for r in range(48):
+        alone = fast_probs(ctx, ctx.sampler(), rows[r:r + 1].to(ctx.device), params[r:r + 1], [[]])[0]
+        if not torch.equal(alone, together[r]):
+            diff = (alone - together[r]).abs().max().item()
+            raise Fail(ctx.t(f"FastSampler.filtered_probs：V=1000 的第 {r} 行（{params_text(params[r])}）单独 vs 和另外 47 行、"
+                             f"一个 top_k=250 的同伴一起：最大 |差| {diff:.2e}（{int((alone != together[r]).sum())} 个 token 不同）",
+                             f"FastSampler.filtered_probs: row {r} of V=1000 ({params_text(params[r])}) alone vs beside 47 other "
+                             f"rows and a peer with top_k=250: max |difference| {diff:.2e} ({int((alone != together[r]).sum())} "
+                             f"tokens differ)"),
+                       ctx.t("同伴的 top_k 让共用的窗口变宽（251 列），这一行的数就变了：它的和或归约用到了窗口的全部 W 列。total 读这一行自己最后"
+                             "保留列上的前缀和，不要对整个窗口求和",
+                             "the peer's top_k makes the shared window wider (251 columns) and the row's numbers move: a sum "
+                             "or reduction of it runs over all W columns of the window. Read total from the prefix sums at "
+                             "the row's own last kept column; no sum over the whole window"),
+                       where="FastSampler.filtered_probs")
+
+
 @check("F4", "逐位批不变：别人的 K、B 不影响你的概率和 token（博客 bug 3）", "bit-for-bit batch invariance: peers' K and B change nothing (blog bug 3)",
        hint=("p08-fast", 1, "q5"))
 def f4_bitwise_batch_invariance(ctx):
@@ -160,6 +185,7 @@ def f4_bitwise_batch_invariance(ctx):
     tie_rows, tie_params, tie_prev = tie_batch(ctx, vocab)
     rows = torch.cat([rows, tie_rows])                                                                      # [14, V]
     targets, histories = targets + tie_params, histories + tie_prev
+    _many_rows_beside_a_wide_peer(ctx)
     peer_sets = {ctx.t("top_k 更大的同伴", "peers with a larger top_k"): [P(top_k=500, seed=9)] * 5,
                  ctx.t("平坦行上只有 top-p 的同伴", "top-p-only peers on flat rows"): [P(top_p=0.99, seed=10 + i) for i in range(5)],
                  ctx.t("64 个随机同伴", "64 random peers"): [random_params(ctx, rng, vocab) for _ in range(64)]}

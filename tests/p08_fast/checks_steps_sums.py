@@ -217,6 +217,7 @@ def t4_filter_window(ctx):
             if sure[r] != certain[r]:
                 raise Fail(t(f"{row}：certain = {sure[r]}，期望 {certain[r]}（{label}）",
                              f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})"),
+                           *[line for line in [_kth_one_column_late(ctx)] if line],
                            ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
                                  "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
                                  "certain is judged by the row alone: a top-k row needs its k-th value > the value right after it "
@@ -244,3 +245,21 @@ def t4_filter_window(ctx):
                              f"the same row ({other_label}): total {bits(other[1])}, kept e {rows_text([other[0]])}"),
                            why, where="filter_window")
             seen.setdefault(key, (label, mine))
+
+
+def _kth_one_column_late(ctx):
+    """A line when the file's filter_window keeps one column too many on a row that top-k alone cuts (z = [3, 2, 1, 0,
+    -1], top_k = 2, no ties): the k-th value read at column k, not k - 1. Else None."""
+    z = torch.tensor([[3.0, 2.0, 1.0, 0.0, -1.0]], device=ctx.device)
+    try:
+        e = ctx.fn("filter_window")(z, torch.tensor([[2]], device=ctx.device), torch.tensor([[INF]], device=ctx.device),
+                                    None, False)[0]
+        kept = int((e > 0).sum())
+    except Exception:  # noqa: BLE001 - it cannot say
+        return None
+    if kept != 3:
+        return None
+    return ctx.t("在 z = [3, 2, 1, 0, -1]、top_k = 2（没有并列）上你的 filter_window 保留了 3 列：第 k 大的值在第 k - 1 列"
+                 "（z[:, k - 1]，从 0 数）；你读的是第 k 列，于是 certain 也比错了一列",
+                 "on z = [3, 2, 1, 0, -1] with top_k = 2 (no ties) your filter_window keeps 3 columns: the k-th value is at "
+                 "column k - 1 (z[:, k - 1], counting from 0); yours reads column k, so certain compares one column late too")

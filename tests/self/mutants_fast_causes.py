@@ -51,4 +51,9 @@ CAUSES = [
     Mutant("seeded_rows_draw_the_shared_stream", "F4", (("            if p.seed is None:", "            if True:"),),
            "every row draws from the unseeded rows' shared stream, seeded ones too", "its own stream",
            wrong="follows torch's global random state"),
+    Mutant("total_by_window_sum_seen_in_f4", "F4",
+           (("total = cs.gather(1, n_kept - 1)", "total = e.sum(-1, keepdim=True)"),),
+           "the kept mass summed over all W window columns: rounds apart when a peer widens the window (a blind-round "
+           "file in its own shape passed every check before F4 compared many rows beside a wide peer)",
+           "no sum over the whole window"),
 ]
