@@ -27,6 +27,18 @@ def peer_params(ctx):
 
 
 # ---- I1 ----------------------------------------------------------------------------------------------
+SCENARIOS_ZH = {  # I1's scenarios by their English names, as a Chinese report names them
+    "one unseeded peer": "一个无 seed 的同伴",
+    "one seeded peer": "一个有 seed 的同伴",
+    "two requests with the same seed": "两个 seed 相同的请求",
+    "seed=0 beside unseeded peers": "seed=0 旁边是无 seed 的同伴",
+    "a peer row whose logits are near 120": "一个 logits 在 120 附近的同伴行",
+    "peers that join, leave and change": "同伴加入、离开、换参数",
+    "joining a sampler that has served others for 5 steps": "加入一个已经为别的请求服务了 5 步的 sampler",
+    "targets that sit some steps out (not scheduled) and come back": "目标请求有几步不在 batch 里（没被调度），之后回来",
+}
+
+
 @check("I1", "批不变：batch 乱序、同伴进出、换参数，结果与单独运行逐个相同",
        "batch invariance under shuffled, changing peers", hint=("p08", 1, "q7"))
 def i1_batch_invariance_under_shuffled_peers(ctx):
@@ -49,11 +61,12 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
          drive.Traffic(peer_params(ctx), sit_out=0.4), 8),
     ]
     for name, group, traffic, n in scenarios:
+        shown = ctx.t(SCENARIOS_ZH[name], name)                              # the scenario in the report's language
         mismatch = first_mismatch(ctx, group, traffic, n, vocab, warmup=5 if name.startswith("joining") else 0)
         if mismatch is None:
             continue
         lines, hint = mismatch, ("p08", 1, "q7")
-        diagnose.earlier_step_first(ctx, ctx.t(f"场景 '{name}'：", f"scenario '{name}': ") + lines[0], stream=True, order=False)              # e.g. the output's order
+        diagnose.earlier_step_first(ctx, ctx.t(f"场景“{shown}”：", f"scenario '{shown}': ") + lines[0], stream=True, order=False)              # e.g. the output's order
         if name.startswith("seed=0") and first_mismatch(ctx, [("z1", P(seed=1, top_k=20), 7)], traffic, n, vocab) is None:
             why = ctx.t("同样的场景 seed=1 没问题，seed=0 就不行：0 也是一个 seed（`if not seed` / `if params.seed:` 把 0 当成了没有 seed，要写 `is None`）",
                         "the same scenario with seed=1 passes, with seed=0 it fails: 0 is a seed too (`if not seed` / "
@@ -106,7 +119,7 @@ def i1_batch_invariance_under_shuffled_peers(ctx):
             if unseeded_peer:
                 why += ctx.t("（这里唯一的同伴没有 seed：没 seed 的请求用共享 generator，不能动到带 seed 的）",
                              " (the only peer here is unseeded: unseeded requests use the shared generator, never a seeded one's)")
-        raise Fail(ctx.t(f"场景 '{name}'：", f"scenario '{name}': ") + lines[0], lines[1], why, hint=hint, where=f"{ctx.sampler_name}.sample")
+        raise Fail(ctx.t(f"场景“{shown}”：", f"scenario '{shown}': ") + lines[0], lines[1], why, hint=hint, where=f"{ctx.sampler_name}.sample")
 
 
 def crash_in_batch(ctx, vocab):
