@@ -149,13 +149,7 @@ class Collapser:
     def __init__(self, lang: str, verbose: bool, color: bool):
         self.lang, self.verbose, self.color = lang, verbose, color
         self.cause = {}          # key -> id of the check whose block shows that cause
-        self.first = {}          # cause id -> the same (kept for callers that read it)
         self.repeats = {}        # cause id -> [ids of later checks with the same cause]
-
-    @staticmethod
-    def key(result):
-        keys = cause_keys(result)
-        return keys[0] if keys else None
 
     def render(self, result, check) -> list:
         keys = [] if self.verbose else cause_keys(result)
@@ -165,7 +159,6 @@ class Collapser:
         if known is None:
             for k in keys:
                 self.cause[k] = result.id
-            self.first[result.id] = result.id
             return render_result(result, check, self.lang, self.verbose, self.color)
         for k in keys:
             self.cause.setdefault(k, known)
