@@ -5,13 +5,13 @@ Every probe runs through the given batch code (course/fast_batch.py) or calls on
 notebook passes in the steps it shows (`fast.steps()`: the learner's where they run, else the reference's) and, for
 the naive run, the same steps with one function swapped for its naive version.
 """
-import struct
 from contextlib import contextmanager
 
 import torch
 from matplotlib.ticker import MaxNLocator
 
 from course import fast_batch
+from course.floats import step_between
 from course.fast_batch import WINDOW_K, Routes
 from course.notebook.plotting import FONT_PT, KEPT_COLOR, REMOVED_COLOR, fig_text, new_figure
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams
@@ -53,14 +53,6 @@ def kept(steps, row, params, prev=()) -> int:
     return int((fast_batch.filtered_batch(steps, row[None], [params], [list(prev)])[0] > 0).sum())
 
 
-def _bits(x):
-    return struct.unpack("<q", struct.pack("<d", x))[0]
-
-
-def _float(b):
-    return struct.unpack("<d", struct.pack("<q", b))[0]
-
-
 def boundary(steps, row, make, rank):
     """(below, at): the two neighbouring float64 top_p values where the row alone goes from keeping `rank` tokens to
     keeping more (a bisection on the bits, as the grader's F7 places its rows)."""
@@ -68,12 +60,9 @@ def boundary(steps, row, make, rank):
     z = torch.sort(row.double() / params.temperature, descending=True).values
     z = z[:params.top_k] if 0 < params.top_k < len(z) else z
     guess = float(torch.softmax(z, -1)[:rank].sum())                                  # float64 mass before
-    a, b = _bits(guess * (1 - 1e-5)), _bits(guess * (1 + 1e-5))
-    low = kept(steps, row, make(_float(a)))
-    while b - a > 1:
-        mid = (a + b) // 2
-        a, b = (mid, b) if kept(steps, row, make(_float(mid))) <= low else (a, mid)
-    return _float(a), _float(b)
+    lo, hi = guess * (1 - 1e-5), guess * (1 + 1e-5)
+    low = kept(steps, row, make(lo))
+    return step_between(lambda top_p: kept(steps, row, make(top_p)) > low, lo, hi)
 
 
 def alone_and_beside(steps, row, params, peer_rows, peer_params):

@@ -6,12 +6,13 @@ import contextlib
 
 import torch
 
+from course.floats import step_between
 from course.grader.checks import Fail, check
 from tests.p08.context import params_text
 from tests.p08.rows import zipf_logits
 from tests.p08_fast.causes import exact_owner, penalty_line, reaches_exact, uniform_line
 from tests.p08_fast.checks_fast import fast_probs
-from tests.p08_fast.probes import Probe, bits_of, boundary, float_of, peers, placed, probe_rows
+from tests.p08_fast.probes import Probe, boundary, peers, placed, probe_rows
 
 ROUTES = ("greedy", "top_k", "top_p", "plain", "exact")
 
@@ -226,14 +227,7 @@ def draw_boundary(ctx, alone):
     first = token(lo)
     if token(hi) == first or token(0.25) == token(0.75):           # the uniform moves nothing: another stream
         return ()
-    a, b = bits_of(lo), bits_of(hi)
-    while b - a > 1:
-        mid = (a + b) // 2
-        if token(float_of(mid)) == first:
-            a = mid
-        else:
-            b = mid
-    return float_of(a), float_of(b)
+    return step_between(lambda u: token(u) != first, lo, hi)
 
 
 def _seas(vocab, wanted=3):

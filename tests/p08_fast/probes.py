@@ -7,11 +7,11 @@ k-th value, tied maxima, a nucleus that ends at the window's edge (WINDOW = 64).
 path computes the row bit for bit as it does alone; a route or a reduction that the peers decide moves it there.
 """
 import math
-import struct
 from dataclasses import dataclass
 
 import torch
 
+from course.floats import step_between
 from course.grader.checks import _noting
 from tests.p08.context import params_text
 
@@ -31,15 +31,6 @@ def _kept(ctx, row, params, history) -> int:
     out = _noting(f"called FastSampler.filtered_probs(logits [1, {len(row)}], params: {params_text(params)})",
                   ctx.sampler().filtered_probs, row[None].to(ctx.device), [params], [history])
     return int((out[0] > 0).sum())
-
-
-def bits_of(x: float) -> int:
-    """A positive double's bits as an int: neighbouring doubles are neighbouring ints."""
-    return struct.unpack("<q", struct.pack("<d", x))[0]
-
-
-def float_of(b: int) -> float:
-    return struct.unpack("<d", struct.pack("<q", b))[0]
 
 
 def mass_before(row, params, history, rank) -> float:
@@ -62,14 +53,7 @@ def boundary(ctx, probe, rank, make):
     low_kept = _kept(ctx, probe.row, make(lo), probe.history)
     if low_kept > rank or _kept(ctx, probe.row, make(hi), probe.history) <= low_kept:
         return None
-    a, b = bits_of(lo), bits_of(hi)                      # positive doubles: bit order is value order
-    while b - a > 1:
-        mid = (a + b) // 2
-        if _kept(ctx, probe.row, make(float_of(mid)), probe.history) <= low_kept:
-            a = mid
-        else:
-            b = mid
-    return float_of(a), float_of(b)
+    return step_between(lambda top_p: _kept(ctx, probe.row, make(top_p), probe.history) > low_kept, lo, hi)
 
 
 def probe_rows(ctx, vocab):
