@@ -8,6 +8,7 @@ histogram of the probabilities on a log scale (one bucket = an exponent and 7 ma
 edge is 2**(1/128) times its lower edge). Adding the weights bucket by bucket from the top, the mass
 crosses top_p inside one bucket; only that bucket's tokens are ordered, the rest is decided whole.
 """
+import numpy as np
 import torch
 
 INF = float("inf")
@@ -77,20 +78,21 @@ def bucket_members(x, temp, bucket, weight, cum, wanted):
     Returns (rows, ids, z, before, after) [c] each: before = the weight of every token ahead of it in its row.
     """
     n, vocab = bucket.shape
-    rows, ids = wanted.gather(1, bucket).nonzero(as_tuple=True)                  # [c] row by row, ids ascending
-    at = rows * vocab + ids                                                      # [c] flat positions in [n, V]
+    at = flat_nonzero(wanted.gather(1, bucket))                                  # [c] flat positions in [n, V]
+    rows = at // vocab                                                           # [c] row by row, ids ascending
     z = _flat(x).index_select(0, at) / temp[:, 0].index_select(0, rows) + 0.0    # [c] as x / temp; -0 -> 0
     bits = z.view(torch.int32).long()                                            # [c] float bits, sign-extended
     up = bits ^ ((bits >> 31) & 0x7FFFFFFF)                                      # [c] int order = float order
     order = ((rows << 32) | (0x7FFFFFFF - up)).argsort(stable=True)              # [c] row, z desc, id asc
-    rows, ids, z, at = rows[order], ids[order], z[order], at[order]              # [c] the reference's order
+    rows, z, at = (t.index_select(0, order) for t in (rows, z, at))             # [c] the reference's order
+    ids = at % vocab                                                             # [c]
     b = _flat(bucket).index_select(0, at)                                        # [c] descending in each row
     w = torch.ones_like(ids) if weight is None else _flat(weight).index_select(0, at)  # [c]
     ahead = w.cumsum(0) - w                                                      # [c] exact: integers
     first = torch.ones_like(rows, dtype=torch.bool)
     first[1:] = (rows[1:] != rows[:-1]) | (b[1:] != b[:-1])                      # [c] a bucket's first member
     start = torch.where(first, torch.arange(len(first), device=first.device), 0).cummax(0).values  # [c] its
-    ahead = ahead - ahead[start]                                                 # bucket's first member: no sync
+    ahead = ahead - ahead.index_select(0, start)                                # bucket's first member: no sync
     above = _flat(cum).index_select(0, rows * cum.shape[1] + cum.shape[1] - 1) - _flat(cum).index_select(
         0, rows * cum.shape[1] + b)                                              # [c] weight of higher buckets
     return rows, ids, z, above + ahead, above + ahead + w
@@ -98,18 +100,25 @@ def bucket_members(x, temp, bucket, weight, cum, wanted):
 
 def crossing(members, quota, n, with_z=True):
     """Per row the member with before < quota <= after, if it was listed: (listed [n, 1] bool, ids, z, after [n, 1];
-    z None unless with_z).
+    0 where none was listed; z None unless with_z).
 
-    At most one member of a row crosses, so adding every row's members, zero but for that one, gives it exactly in
-    any order; rows with none listed get 0 (index_add_, not a boolean index: no host sync)."""
+    A row's members are contiguous and its `after` never decreases, so the crossing can only be the row's first
+    member with after >= quota: counting the members with after < quota (index_add_, not a boolean index: no host
+    sync) finds it."""
     rows, ids, z, before, after = members
-    q = quota[rows, 0]                                                           # [c]
-    hit = (before < q) & (q <= after)                                            # [c] at most one per row
-    found = torch.stack([hit.long(), ids, after], 1) * hit[:, None]              # [c, 3] zero but the crossing
-    found = torch.zeros(n, 3, dtype=found.dtype, device=found.device).index_add_(0, rows, found)  # [n, 3]
-    if with_z:
-        z = torch.zeros(n, 1, dtype=z.dtype, device=z.device).index_add_(0, rows, torch.where(hit, z, 0)[:, None])
-    return found[:, :1] > 0, found[:, 1:2], z if with_z else None, found[:, 2:]
+    dev = rows.device
+    if not len(rows):                                                            # nothing listed
+        zeros = torch.zeros(n, 1, dtype=torch.long, device=dev)
+        return zeros > 0, zeros, torch.zeros(n, 1, dtype=z.dtype, device=dev) if with_z else None, zeros
+    every = torch.arange(n, device=dev)                                          # [n]
+    start, end = torch.searchsorted(rows, every), torch.searchsorted(rows, every, right=True)  # [n] a row's
+    passed = (after < quota[:, 0].index_select(0, rows)).long()                 # [c] members: start..end - 1;
+    at = start + torch.zeros(n, dtype=torch.long, device=dev).index_add_(0, rows, passed)  # [n] its first with
+    pick = at.clamp(max=len(rows) - 1)                                           # after >= quota (if any)
+    listed = (at < end) & (before.index_select(0, pick) < quota[:, 0])           # [n] it crosses the quota
+    def found(values):
+        return torch.where(listed, values.index_select(0, pick), 0)[:, None]     # [n, 1], 0 where none listed
+    return listed[:, None], found(ids), found(z) if with_z else None, found(after)
 
 
 def select_crossing(x, temp, bucket, weight, cum, quota):
@@ -121,6 +130,15 @@ def select_crossing(x, temp, bucket, weight, cum, quota):
     wanted = torch.zeros(cum.shape, dtype=torch.bool, device=cum.device)         # [n, NB]
     wanted.scatter_(1, bucket_of(cum, quota), True)                              # the crossing bucket only
     return crossing(bucket_members(x, temp, bucket, weight, cum, wanted), quota, len(x))[1:]
+
+
+def flat_nonzero(mask):
+    """The flat positions [c] of mask's True entries, ascending; a host sync either way (c is data). On a CPU,
+    numpy's scan (several times faster than torch's nonzero there), elsewhere torch's nonzero."""
+    if mask.device.type == "cpu":
+        found = np.flatnonzero(mask.numpy()).astype(np.int64, copy=False)       # [c]
+        return torch.frombuffer(found, dtype=torch.long) if len(found) else torch.zeros(0, dtype=torch.long)
+    return _flat(mask).nonzero()[:, 0]
 
 
 def _flat(t):

@@ -41,17 +41,20 @@ def apply_patches(text: str, patches, name: str) -> str:
 
 def with_given_code(text: str, patches) -> str:
     """The solution's text, with each given module of the course (`from course.X import ...`) whose code a patch
-    targets written in place of its import: a mutant of the given plumbing (course/fast_batch.py) is graded as a
-    file that carries that plumbing itself."""
-    code = without_comments(text)
-    for node in ast.parse(text).body:
-        if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course.")):
-            continue
-        source = (ROOT / (node.module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
-        if any(without_comments(old) not in code and without_comments(old) in without_comments(source)
-               for old, _ in patches):
-            lines = text.split("\n")
-            text = "\n".join(lines[:node.lineno - 1] + [source] + lines[node.end_lineno:])
+    targets written in place of its import, and so on into what that module imports (course/fast_batch.py
+    imports course/selection.py): a mutant of the given plumbing is graded as a file that carries it itself."""
+    inlined = True
+    while inlined:
+        inlined, code = False, without_comments(text)
+        for node in ast.parse(text).body:
+            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course.")):
+                continue
+            source = (ROOT / (node.module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+            if any(without_comments(old) not in code and without_comments(old) in without_comments(source)
+                   for old, _ in patches):
+                lines = text.split("\n")
+                text, inlined = "\n".join(lines[:node.lineno - 1] + [source] + lines[node.end_lineno:]), True
+                break
     return text
 
 

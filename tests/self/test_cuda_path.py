@@ -14,6 +14,7 @@ BRANCH = re.compile(r"device\.type|\.is_cuda|torch\.cuda|device\s*==\s*['\"]c")
 # each line of the solution that branches on the device, and the same line as it runs on CUDA
 CUDA_ANSWERS = {
     'return e.cumsum(-1) if e.device.type == "cpu" else prefix_sum(e)': "return prefix_sum(e)",
+    'if mask.device.type == "cpu":': "if False:",
 }
 CHECKS = ["T3.row_total", "T4.filter_window", "F1", "F2", "F3", "F4", "F6", "F7",
           "F8", "I1", "E3"]
