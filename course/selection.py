@@ -99,26 +99,20 @@ def bucket_members(x, temp, bucket, weight, cum, wanted):
 
 
 def crossing(members, quota, n, with_z=True):
-    """Per row the member with before < quota <= after, if it was listed: (listed [n, 1] bool, ids, z, after [n, 1];
-    0 where none was listed; z None unless with_z).
+    """Per row (ids, z, after) [n, 1] of the member with before < quota <= after (z None unless with_z).
 
-    A row's members are contiguous and its `after` never decreases, so the crossing can only be the row's first
-    member with after >= quota: counting the members with after < quota (index_add_, not a boolean index: no host
-    sync) finds it."""
-    rows, ids, z, before, after = members
-    dev = rows.device
-    if not len(rows):                                                            # nothing listed
-        zeros = torch.zeros(n, 1, dtype=torch.long, device=dev)
-        return zeros > 0, zeros, torch.zeros(n, 1, dtype=z.dtype, device=dev) if with_z else None, zeros
-    every = torch.arange(n, device=dev)                                          # [n]
-    start, end = torch.searchsorted(rows, every), torch.searchsorted(rows, every, right=True)  # [n] a row's
-    passed = (after < quota[:, 0].index_select(0, rows)).long()                 # [c] members: start..end - 1;
-    at = start + torch.zeros(n, dtype=torch.long, device=dev).index_add_(0, rows, passed)  # [n] its first with
-    pick = at.clamp(max=len(rows) - 1)                                           # after >= quota (if any)
-    listed = (at < end) & (before.index_select(0, pick) < quota[:, 0])           # [n] it crosses the quota
-    def found(values):
-        return torch.where(listed, values.index_select(0, pick), 0)[:, None]     # [n, 1], 0 where none listed
-    return listed[:, None], found(ids), found(z) if with_z else None, found(after)
+    A row's members are contiguous and its `after` never decreases, so that member is the row's first with
+    after >= quota: counting the members with after < quota finds it (index_add_, not a boolean index: no host
+    sync). Only a row whose crossing bucket was listed gets its crossing; the callers read no other row."""
+    rows, ids, z, _, after = members
+    if not len(rows):                                                            # nothing listed, nothing read
+        zeros = torch.zeros(n, 1, dtype=torch.long, device=rows.device)
+        return zeros, torch.zeros(n, 1, dtype=z.dtype, device=z.device) if with_z else None, zeros
+    start = torch.searchsorted(rows, torch.arange(n, device=rows.device))        # [n] each row's first member
+    passed = (after < quota[:, 0].index_select(0, rows)).long()                 # [c] wholly before the quota
+    at = start + torch.zeros(n, dtype=torch.long, device=rows.device).index_add_(0, rows, passed)  # [n]
+    at = at.clamp(max=len(rows) - 1)                                             # [n] (a row with none: any)
+    return ids[at, None], z[at, None] if with_z else None, after[at, None]     # [n, 1] each
 
 
 def select_crossing(x, temp, bucket, weight, cum, quota):
@@ -129,7 +123,7 @@ def select_crossing(x, temp, bucket, weight, cum, quota):
     """
     wanted = torch.zeros(cum.shape, dtype=torch.bool, device=cum.device)         # [n, NB]
     wanted.scatter_(1, bucket_of(cum, quota), True)                              # the crossing bucket only
-    return crossing(bucket_members(x, temp, bucket, weight, cum, wanted), quota, len(x))[1:]
+    return crossing(bucket_members(x, temp, bucket, weight, cum, wanted), quota, len(x))
 
 
 def flat_nonzero(mask):
@@ -168,12 +162,6 @@ def _sorted_crossing(order, z, after, quota):
     """(ids, z, after) [n, 1] of the crossing token, in rows sorted the reference's way with running weights."""
     at = torch.searchsorted(after, quota)                                        # first position: after >= quota
     return order.gather(1, at), z.gather(1, at), after.gather(1, at)
-
-
-def _listed_crossing(members, quota, total, with_z=True):
-    """(ids, z, after) [n, 1] of the crossing token among bucket members; (0, 0, total) where none was listed."""
-    listed, ids, z, after = crossing(members, quota, len(total), with_z)
-    return ids, z, torch.where(listed, after, total)
 
 
 def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False, weights=None):
@@ -231,7 +219,7 @@ def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False, w
             wanted |= (cols >= reach[:, 1:]) & (cols <= reach[:, :1])
         members = bucket_members(x, temp, bucket, units, cum, wanted)
         def cross(quota, with_z=True):
-            return _listed_crossing(members, quota, total, with_z)
+            return crossing(members, quota, n, with_z)
     cut_id, cut, kept = cross(quota, with_z=u is None)                           # the top-p cut, per row
     kept = torch.where(quota > 0, kept, total)                                   # [n, 1] kept mass, in units
     if u is not None:

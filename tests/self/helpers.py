@@ -39,6 +39,22 @@ def apply_patches(text: str, patches, name: str) -> str:
     return text
 
 
+def _course_imports(text: str) -> list:
+    """The `from course.X import ...` statements at the top level of a module's text."""
+    return [node for node in ast.parse(text).body
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course.")]
+
+
+def _source_of(module: str) -> str:
+    return (ROOT / (module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
+
+
+def _reaches(module: str, old: str) -> bool:
+    """Is `old` code of this course module or of a course module it imports (at any depth)?"""
+    source = _source_of(module)
+    return old in without_comments(source) or any(_reaches(node.module, old) for node in _course_imports(source))
+
+
 def with_given_code(text: str, patches) -> str:
     """The solution's text, with each given module of the course (`from course.X import ...`) whose code a patch
     targets written in place of its import, and so on into what that module imports (course/fast_batch.py
@@ -46,14 +62,12 @@ def with_given_code(text: str, patches) -> str:
     inlined = True
     while inlined:
         inlined, code = False, without_comments(text)
-        for node in ast.parse(text).body:
-            if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course.")):
-                continue
-            source = (ROOT / (node.module.replace(".", "/") + ".py")).read_text(encoding="utf-8")
-            if any(without_comments(old) not in code and without_comments(old) in without_comments(source)
+        for node in _course_imports(text):
+            if any(without_comments(old) not in code and _reaches(node.module, without_comments(old))
                    for old, _ in patches):
                 lines = text.split("\n")
-                text, inlined = "\n".join(lines[:node.lineno - 1] + [source] + lines[node.end_lineno:]), True
+                text = "\n".join(lines[:node.lineno - 1] + [_source_of(node.module)] + lines[node.end_lineno:])
+                inlined = True
                 break
     return text
 
