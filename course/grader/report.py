@@ -54,13 +54,19 @@ def hint_line(hint, lang: str) -> str:
     return pick(lang, f"卡住了？{cmd}（{label}）", f"stuck? {cmd}   ({label})")
 
 
+def in_lang(line: str, lang: str) -> str:
+    """A check's evidence line in the report's language: a line that begins with the English "called " (the fast
+    path's checks write their calls so in both languages) begins with 调用 in a Chinese report."""
+    return "调用 " + line[len("called "):] if lang != "en" and line.startswith("called ") else line
+
+
 def failure_block(result, check, lang: str, verbose: bool) -> list:
     """The 1-4 lines under a ✗: what was called and what came back, where, which hint to read. A step not written
     yet is one line, with its place (the report's next: line names the hint), so an untouched stub fits a screen."""
     lines = []
     if result.status == "todo" and result.lines and not verbose:
         at = pick(lang, f"，位置 {result.where}", f" — at {result.where}") if result.where else ""
-        return _folded([result.lines[0] + at])
+        return _folded([in_lang(result.lines[0], lang) + at])
     if result.status == "timeout":
         lines.append(pick(lang, f"超时：{result.seconds:.0f} 秒内没有结束（死循环，或者太慢？）",
                           f"timed out: did not finish within {result.seconds:.0f} s "
@@ -72,7 +78,7 @@ def failure_block(result, check, lang: str, verbose: bool) -> list:
     elif result.status == "skip":
         lines.append(pick(lang, "没有运行：总时间用完了", "not run: the time budget is used up"))
     else:
-        lines.extend(result.lines)
+        lines.extend(in_lang(line, lang) for line in result.lines)
     if result.where:
         lines.append(pick(lang, f"位置 {result.where}", f"at {result.where}"))
     hint = hint_of(result, check)

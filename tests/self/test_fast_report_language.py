@@ -62,3 +62,17 @@ def test_a_chinese_grade_of_p08_fast_reads_in_chinese(tmp_path):
     english = [line for line in lines if is_english(line.split(": ", 1)[1])]
     assert len(english) < 0.03 * len(lines), (f"{len(english)} of {len(lines)} failure lines are English prose:\n"
                                                + "\n".join(english))
+
+
+def test_a_call_line_begins_with_its_chinese_verb_in_a_chinese_report():
+    """The fast path's checks write their evidence as `called f(...) -> ...` in both languages; the report prints
+    调用 in Chinese, the line unchanged in English."""
+    from types import SimpleNamespace
+
+    from course.grader.report import failure_block
+    line = "called row_total(e[2:3]) [1, 50257] -> 23.5668488"
+    result = SimpleNamespace(status="fail", lines=[line, "called it twice"], where=None, hint=None,
+                             output_text="", traceback="")
+    zh, en = (failure_block(result, None, lang, verbose=False) for lang in ("zh", "en"))
+    assert zh[:2] == ["调用 row_total(e[2:3]) [1, 50257] -> 23.5668488", "调用 it twice"], zh
+    assert en[:2] == [line, "called it twice"], en
