@@ -71,11 +71,12 @@ def bucket_of(cum, quota):
 
 
 def bucket_members(x, temp, bucket, weight, cum, wanted):
-    """The tokens of the wanted buckets [n, N_BUCKETS] bool, in the reference's order, with the weight ahead.
+    """The tokens of the wanted buckets [n, N_BUCKETS] bool, in the reference's order, with the weight up to them.
 
     Order: row, then descending z = x / temp, equal z by ascending id (the reference's stable sort). One pass
     over [n, V] finds them; only they are sorted. weight: units [n, V] or None (1 per token: counts).
-    Returns (rows, ids, z, before, after) [c] each: before = the weight of every token ahead of it in its row.
+    Returns (rows, ids, z, after) [c] each: after = the weight of the token and of every token ahead of it in its
+    row (its `before` is after minus its own weight).
     """
     n, vocab = bucket.shape
     at = flat_nonzero(wanted.gather(1, bucket))                                  # [c] flat positions in [n, V]
@@ -95,7 +96,7 @@ def bucket_members(x, temp, bucket, weight, cum, wanted):
     ahead = ahead - ahead.index_select(0, start)                                # bucket's first member: no sync
     above = _flat(cum).index_select(0, rows * cum.shape[1] + cum.shape[1] - 1) - _flat(cum).index_select(
         0, rows * cum.shape[1] + b)                                              # [c] weight of higher buckets
-    return rows, ids, z, above + ahead, above + ahead + w
+    return rows, ids, z, above + ahead + w
 
 
 def crossing(members, quota, n, with_z=True):
@@ -104,7 +105,7 @@ def crossing(members, quota, n, with_z=True):
     A row's members are contiguous and its `after` never decreases, so that member is the row's first with
     after >= quota: counting the members with after < quota finds it (index_add_, not a boolean index: no host
     sync). Only a row whose crossing bucket was listed gets its crossing; the callers read no other row."""
-    rows, ids, z, _, after = members
+    rows, ids, z, after = members
     if not len(rows):                                                            # nothing listed, nothing read
         zeros = torch.zeros(n, 1, dtype=torch.long, device=rows.device)
         return zeros, torch.zeros(n, 1, dtype=z.dtype, device=z.device) if with_z else None, zeros
