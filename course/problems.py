@@ -38,6 +38,8 @@ class Problem:
     functions: tuple = ()    # and the step functions a learner writes beside it)
     hints_from: tuple = ()   # ((problem, level, anchor), (level, anchor)): where a shared check's pointer into another
     #                          problem's hints points in this problem's (course.hints.resolve)
+    setup: str = ""          # "module:function" the grader's worker calls with the device before it imports the file
+    #                          (p08-kernel: Triton's interpreter on a CPU)
 
     def title(self, lang: str) -> str:
         return self.title_zh if lang == "zh" else self.title_en
@@ -52,6 +54,12 @@ class Problem:
             return named[name]
         parts = [ids for step, ids in named.items() if re.fullmatch(rf"{re.escape(name)}[a-z]", step)]
         return tuple(cid for ids in parts for cid in ids) if parts else None
+
+    def prepare(self, device: str) -> None:
+        """Run the problem's setup for `device` (before the learner's file is imported), if it has one."""
+        if self.setup:
+            module, _, name = self.setup.partition(":")
+            getattr(importlib.import_module(module), name)(device)
 
     def context_class(self):
         module, _, name = self.context.partition(":")

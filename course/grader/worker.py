@@ -130,6 +130,7 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
     from course.problems import get
 
     problem = get(problem_name)
+    problem.prepare(device)                  # e.g. Triton's interpreter on a CPU, before any kernel file is imported
     impl_path = Path(impl).resolve()
     state = TorchState()
     by_id = {c.id: c for c in checks_for(problem)}

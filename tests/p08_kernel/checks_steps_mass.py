@@ -1,0 +1,247 @@
+"""Acceptance checks K3-K5 of p08-kernel: the order-free mass (units, mass_at_least), top-p's cut and the draw.
+
+Everything counted in units is judged against the file's own `units` (read column by column through a probe
+kernel), added as Python integers: an exp that differs from torch's in the last bit changes no verdict, while a sum
+that rounds, or moves with the block size, does."""
+import math
+
+import numpy as np
+import torch
+
+from course.grader.checks import Fail, check
+from tests.p08_kernel import expect, probes
+from tests.p08_kernel.checks_steps import blocks, f32, row_text
+
+INF = float("inf")
+
+
+def own_units(ctx, x, t, top, scale, block):
+    """The file's units of every column of row x: Python ints."""
+    called = f"called units(z, z_max={f32(top)}, scale=2**{int(math.log2(scale))}) on {row_text(x)}"
+    return ctx.probe("units", called, probes.units, x[None], [t], [top], scale, block)[0].tolist()
+
+
+# ---- K3 units ----------------------------------------------------------------------------------------
+@check("K3.units", "units：权重变成 int64 的整数单位 floor(exp(z - z_max) · scale)", "units: a weight as whole int64 "
+       "units, floor(exp(z - z_max) * scale)", hint=("p08-kernel", 1, "q4"))
+def k3_units(ctx):
+    g = torch.Generator().manual_seed(13)
+    x = torch.cat([torch.tensor([0.0, -INF, -1e-30, -30.0, -60.0]), -torch.rand(251, generator=g) * 40])
+    vocab, t = len(x), 1.0
+    scale = expect.scale_of(vocab)
+    got = own_units(ctx, x, t, 0.0, scale, blocks(ctx, vocab)[0])
+    want = expect.numpy_units(x, 0.0, scale)
+    for c, (a, b) in enumerate(zip(got, want)):
+        if abs(a - b) <= max(2, b * 1e-6) and (b != int(scale) or a == b):
+            continue
+        called = f"called units(z={f32(float(x[c]))}, z_max=0, scale=2**{int(math.log2(scale))})"
+        if b and a in (0, 1) or b == 0 and a == 0:
+            why = ctx.t("这是权重本身（0 到 1），不是单位：乘上 scale 再取整，整数才有足够的位", "this is the weight itself "
+                        "(0 to 1), not units: multiply by scale, then take the integer part, so the integers keep enough bits")
+        elif a < 0:
+            why = ctx.t("负的单位：整数溢出了（int32 只有 31 位，一列的单位可到 2**52）", "negative units: the integer "
+                        "overflowed (int32 has 31 bits; one column's units reach 2**52)")
+        else:
+            why = ctx.t("单位是 floor(exp(z - z_max) * scale)：z = z_max 的列正好是 scale 个单位", "units are floor(exp(z - "
+                        "z_max) * scale): the column at z_max has exactly scale units")
+        raise Fail(f"{called} -> {a}", ctx.t(f"期望 {b}", f"expected {b}"), why, where="units")
+
+
+# ---- K3 mass_at_least ----------------------------------------------------------------------------------
+def mass_rows():
+    g = torch.Generator().manual_seed(14)
+    yield "a random row", "随机行", torch.randn(3000, generator=g) * 3, 0.9
+    x = torch.randn(1200, generator=g)
+    x[::7] = -INF
+    yield "-inf entries", "含 -inf", x, 1.0
+    yield "flat: 2000 nearly equal values", "平的：2000 个几乎相等的值", torch.randn(2000, generator=g) * 1e-3, 1.0
+
+
+@check("K3.mass_at_least", "mass_at_least：z >= v 的列的单位之和，整数相加，块大小怎么变都是同一个数",
+       "mass_at_least: the units of the columns with z >= v, added as integers: the same number at any block size",
+       hint=("p08-kernel", 1, "q4"))
+def k3_mass_at_least(ctx):
+    for label_en, label_zh, x, t in mass_rows():
+        vocab = len(x)
+        scale, (top, _) = expect.scale_of(vocab), expect.row_max(x, t)
+        z = expect.z_of(x, t)
+        finite = z[z > -INF].sort().values
+        values = [-INF, float(finite[len(finite) // 3]), float(finite[-10]), top, top + 1.0]
+        w = own_units(ctx, x, t, top, scale, blocks(ctx, vocab)[0])
+        seen = {}
+        for block in blocks(ctx, vocab):
+            called = f"called mass_at_least({row_text(x)} [{ctx.t(label_zh, label_en)}], T={t}, v=..., BLOCK={block})"
+            got = ctx.probe("mass_at_least", called, probes.mass, x[None].expand(len(values), -1), [t] * len(values),
+                            [top] * len(values), values, scale, block).tolist()
+            for v, mass in zip(values, got):
+                want = expect.mass_at_least(z, w, v)
+                if mass != want:
+                    raise Fail(f"{called.replace('v=...', f'v={f32(v)}')} -> {mass}",
+                               ctx.t(f"期望 {want}：你的 units 在 z >= v 的 {int((z >= v).sum())} 列上加起来就是这个数",
+                                     f"expected {want}: your units of the {int((z >= v).sum())} columns with z >= v add "
+                                     f"up to that"), _mass_why(ctx, z, w, v, mass, want), where="mass_at_least")
+            seen[block] = got
+        if len(set(map(tuple, seen.values()))) > 1:
+            a, b = list(seen)[:2]
+            raise Fail(f"called mass_at_least({row_text(x)}, ...) at BLOCK={a} -> {seen[a]}, at BLOCK={b} -> {seen[b]}",
+                       ctx.t("同一行换个块大小，和就变了：整数相加与顺序无关，这里却有", "the same row at another block "
+                             "size gives another sum: integer adds do not depend on their order, yet this one does"),
+                       where="mass_at_least")
+
+
+def _mass_why(ctx, z, w, v, mass, want) -> str:
+    if mass == expect.mass_at_least(z, w, math.nextafter(v, INF)) and mass != want:
+        return ctx.t("这是 z > v 的和：规则是 z >= v（等于 v 的列也算）", "this is the sum over z > v: the rule is z >= v "
+                     "(the columns equal to v count too)")
+    if want and abs(mass - want) <= want * 2 ** -20:
+        return ctx.t("差了一点点：这是浮点数的和（float32 只留 24 位，每次相加都舍入，顺序一变结果就变）。把 int64 的单位相加，"
+                     "和就是精确的", "off by a little: this is a float sum (float32 keeps 24 bits and every add rounds, so "
+                     "another order gives another sum). Add the int64 units: the sum is exact")
+    if mass < 0 or mass > 2 ** 63 - 2 ** 40:
+        return ctx.t("溢出了：用 int64 相加（一行 V 个单位的和小于 2**62）", "it overflowed: add in int64 (a row's V units "
+                     "add up below 2**62)")
+    return ctx.t("mass_at_least(v) 是 z >= v 的列的 units 之和（最后一块 mask 掉的列不算）", "mass_at_least(v) is the sum "
+                 "of the units of the columns with z >= v (the masked columns of the last block add nothing)")
+
+
+# ---- K4 top_p_cut ----------------------------------------------------------------------------------------
+def cut_cases(block):
+    g = torch.Generator().manual_seed(15)
+    yield "a random row, top_p 0.9", "随机行，top_p 0.9", torch.randn(1000, generator=g) * 2, 1.0, 0.9, 0
+    yield "top_k 40, then top_p 0.8", "先 top_k 40，再 top_p 0.8", torch.randn(1000, generator=g) * 2, 0.7, 0.8, 40
+    yield "16 equal values, top_p 0.5", "16 个相等的值，top_p 0.5", torch.zeros(16), 1.0, 0.5, 0
+    yield "equal values over three blocks, top_p 0.5", "三个块里都是相等的值，top_p 0.5", torch.zeros(2 * block + 16), 1.0, 0.5, 0
+    x = torch.tensor([5.0, 3.0, 0.0, 3.0, 3.0, -2.0, 3.0, 1.0] * 8)
+    yield "a tie run straddling the cut", "一串相等的值跨过截断点", x, 1.0, 0.6, 0
+    x = torch.randn(300, generator=g)
+    x[[9, 4]] = 7.0
+    yield "tied maxima, a tiny top_p", "并列的最大值，极小的 top_p", x, 1.0, 1e-9, 0
+    yield "8 equal values, top_p 0.25 (an exact boundary)", "8 个相等的值，top_p 0.25（正好在边界上）", torch.zeros(8), 1.0, 0.25, 0
+    yield "top_p 0.999999", "top_p 0.999999", torch.randn(500, generator=g) * 3, 1.0, 0.999999, 0
+
+
+@check("K4.top_p_cut", "top_p_cut：用单位的和找 top-p 的截断点；截断点上的并列按列保留", "top_p_cut: top-p's cut found "
+       "by the units' mass; the ties at the cut kept by column", hint=("p08-kernel", 1, "q5"))
+def k4_top_p_cut(ctx):
+    for block in blocks(ctx, 1000):
+        for label_en, label_zh, x, t, top_p, top_k in cut_cases(block):
+            vocab = len(x)
+            scale, (top, _) = expect.scale_of(vocab), expect.row_max(x, t)
+            z, w = expect.z_of(x, t), own_units(ctx, x, t, top, scale, block)
+            low = expect.kth(x, t, top_k) if top_k else -INF
+            q = expect.quota(top_p, expect.mass_at_least(z, w, low))
+            called = (f"called top_p_cut({row_text(x)} [{ctx.t(label_zh, label_en)}], T={t}, quota={q}, BLOCK={block})")
+            cut, last, kept = ctx.probe("top_p_cut", called, probes.cut, x[None], [t], [top], [q], scale, block)
+            got = float(cut[0]), int(last[0]), int(kept[0])
+            want = expect.top_p_cut(z, w, q)
+            if got == want:
+                continue
+            raise Fail(f"{called} -> (cut {f32(got[0])}, last {got[1]}, kept {got[2]})",
+                       ctx.t(f"期望 (cut {f32(want[0])}, last {want[1]}, kept {want[2]})",
+                             f"expected (cut {f32(want[0])}, last {want[1]}, kept {want[2]})"),
+                       _cut_why(ctx, z, w, q, got, want), where="top_p_cut")
+
+
+def _cut_why(ctx, z, w, q, got, want) -> str:
+    values = z.tolist()
+    ties = [c for c, v in enumerate(values) if v == want[0]]
+    if got[0] == want[0] and got[1] != want[1]:
+        n = sum(1 for c in ties if c <= want[1])
+        return ctx.t(f"截断点对了，并列的列没数对：等于截断值的列有 {len(ties)} 个（第 {ties[:5]} 列…），按列号从小到大，只留前 {n} 个——"
+                     f"它们前面的单位还小于 quota。last 是第 {n} 个的列号", f"the cut is right, its ties are not: {len(ties)} "
+                     f"columns equal the cut (columns {ties[:5]}...); by ascending column only the first {n} stay, while the "
+                     f"units before them are below quota. last is the column of the {n}-th")
+    if got[0] == want[0] and got[1] == want[1]:
+        return ctx.t("截断点和 last 都对，kept 不对：kept 是保留下来的列的单位之和（截断值之上的单位 + n × 一个并列列的单位）",
+                     "the cut and last are right, kept is not: kept is the units of the kept columns (the units above "
+                     "the cut + n times one tied column's units)")
+    if got[0] == got[0] and got[0] not in values:
+        return ctx.t(f"{f32(got[0])} 不是这一行的值：按质量的搜索在 lo、hi 收拢到相邻的 key 之前就停了", f"{f32(got[0])} "
+                     f"is no value of this row: the search by mass stopped before lo and hi were neighbouring keys")
+    order = expect.ranked(z)
+    before, stays = 0, []
+    for c in order:
+        if stays and before > q:
+            break
+        stays.append(c)
+        before += w[c]
+    if got[0] == values[stays[-1]] or got[0] < want[0]:
+        return ctx.t("多留了一列：一列留下的条件是它前面的单位小于 quota（严格小于）；前面的单位等于 quota 的那一列要去掉",
+                     "one column too many: a column stays while the units before it are below quota (strictly); the "
+                     "column whose units before equal quota goes")
+    return ctx.t("截断点是让“z >= v 的单位之和 >= quota”的最大的 v；越过阈值的那一列留下", "the cut is the largest v whose "
+                 "units at z >= v reach quota; the column that crosses the threshold stays")
+
+
+# ---- K5 draw ---------------------------------------------------------------------------------------------
+def draw_cases(block):
+    g = torch.Generator().manual_seed(16)
+    grid = [(i + 0.5) / 64 for i in range(64)] + [0.0, 1.0 - 2.0 ** -53]
+    x = torch.randn(40, generator=g) * 2
+    yield "a row of 40, top_p 0.9", "40 列的一行，top_p 0.9", x, 1.0, 0.9, grid
+    x = torch.zeros(8)
+    yield "8 equal values, u on the columns' edges", "8 个相等的值，u 正好在列的边界上", x, 1.0, 1.0, [0.25, 0.5, 0.125, 0.875]
+    x = torch.randn(30, generator=g)
+    x[:3] = torch.tensor([-INF, -200.0, -INF])
+    yield "columns without units first (-inf, exp(-200))", "前几列没有单位（-inf、exp(-200)）", x, 1.0, 1.0, [0.0, 0.3]
+    x = torch.randn(2 * block + 9, generator=g) - 20
+    x[-5:] = torch.tensor([2.0, 1.0, 3.0, 0.5, 2.5])
+    yield "the mass in the last block", "质量都在最后一块", x, 1.0, 1.0, [i / 16 for i in range(16)]
+
+
+@check("K5.draw", "draw：按列的顺序累加保留列的单位，第一次超过 u · kept 的那一列", "draw: the kept units added in column "
+       "order; the first column past u * kept", hint=("p08-kernel", 1, "q6"))
+def k5_draw(ctx):
+    for block in blocks(ctx, 1000):
+        for label_en, label_zh, x, t, top_p, us in draw_cases(block):
+            vocab = len(x)
+            scale, (top, _) = expect.scale_of(vocab), expect.row_max(x, t)
+            z, w = expect.z_of(x, t), own_units(ctx, x, t, top, scale, block)
+            if top_p < 1:
+                cut, last, kept = expect.top_p_cut(z, w, expect.quota(top_p, sum(w)))
+            else:
+                cut, last, kept = -INF, vocab - 1, sum(w)
+            n = len(us)
+            called = f"called draw({row_text(x)} [{ctx.t(label_zh, label_en)}], cut={f32(cut)}, last={last}, kept={kept}, u=..., BLOCK={block})"
+            got = ctx.probe("draw", called, probes.draw, x[None].expand(n, -1), [t] * n, [top] * n, [cut] * n,
+                            [last] * n, [kept] * n, us, scale, block).tolist()
+            for u, token in zip(us, got):
+                want = expect.draw(z, w, cut, last, kept, u)
+                if token != want:
+                    raise Fail(f"{called.replace('u=...', f'u={u!r}')} -> {token}", ctx.t(f"期望第 {want} 列", f"expected column {want}"),
+                               _draw_why(ctx, z, w, cut, last, kept, u, token), where="draw")
+
+
+def _draw_why(ctx, z, w, cut, last, kept, u, token) -> str:
+    columns = expect.kept_columns(z, cut, last)
+    if token not in columns or w[token] == 0:
+        what = ctx.t("不在保留集合里", "is not in the kept set") if token not in columns else ctx.t("没有单位", "has no units")
+        return ctx.t(f"第 {token} 列{what}：抽样只能落在有单位的保留列上（z > cut，或 z == cut 且列号 <= last），u 是什么都一样；"
+                     "舍入让 u · kept 之后没有列时，取最后一个有单位的保留列", f"column {token} {what}: a draw lands only on a "
+                     f"kept column with units (z > cut, or z == cut up to column last), whatever u is; where rounding leaves "
+                     f"no column past u * kept, take the last kept column with units")
+    target = float(np.float64(u) * np.float64(float(kept)))
+    running, reached = 0, None
+    for c in columns:
+        running += w[c]
+        if running >= target:
+            reached = c
+            break
+    if reached == token:
+        return ctx.t("这是累计单位“达到” u · kept 的列：要的是第一次“超过”它的列（u · kept 正好落在边界上时取下一列）",
+                     "this is the column where the running units reach u * kept: the rule takes the first that exceeds it "
+                     "(when u * kept falls exactly on an edge, the next column)")
+    by_value = [c for c in expect.ranked(z) if c in columns]
+    running = 0
+    for c in by_value:
+        running += w[c]
+        if running > target:
+            if c == token:
+                return ctx.t("这是按值从大到小累加的结果：规则按列的顺序累加（kernel 里不用排序）", "this adds the columns by "
+                             "descending value: the rule adds them in column order (no sort in the kernel)")
+            break
+    if float(np.float32(u)) != u and token == expect.draw(z, w, cut, last, kept, float(np.float32(u))):
+        return ctx.t("u 被转成了 float32：u · kept 要在 float64 里算（u 有 53 位）", "u was rounded to float32: compute u * "
+                     "kept in float64 (u has 53 bits)")
+    return ctx.t("按列的顺序累加保留列的单位，第一次超过 u · kept 的那一列", "add the kept units in column order; the draw "
+                 "is the first column where they exceed u * kept")
