@@ -13,7 +13,6 @@ The penalty, the streams (p08-fast's, keyed by [seed, count]) and the launch are
 Batch invariance, bit for bit, by construction: a program reads only its own row, in an order fixed by V and
 BLOCK; every float it makes is elementwise; every sum is of integers; nothing in a launch follows from the batch.
 """
-import torch
 import triton
 import triton.language as tl
 
@@ -205,8 +204,3 @@ class KernelSampler:
         """Forget req_id's stream; a later request with the same id starts a fresh one."""
         self.streams.free(req_id)
 
-
-if __name__ == "__main__":  # a smoke run: python -m solutions.p08_sampler_kernel (TRITON_INTERPRET=1 on a CPU)
-    logits = torch.randn(4, 1000)
-    sampler = KernelSampler()
-    print(sampler.sample(logits, ["a", "b", "c", "d"], [SamplingParams(top_k=40, top_p=0.9, seed=1)] * 4, [[]] * 4))

@@ -10,19 +10,20 @@ from tests.p08_kernel.context import STEP_OF_KERNEL
 INF = float("inf")
 
 
-def first_wrong_step(ctx, x, t, top_k, top_p):
+def first_wrong_step(ctx, x, t, top_k, top_p, u=None):
     """(check id, what differs) for the first step of the file that is wrong on row x [V] (penalised, fp32) with
-    temperature t, top_k (0: off) and top_p (1: off); None when every step is right on it (or cannot be asked)."""
+    temperature t, top_k (0: off) and top_p (1: off), and its draw at u when given; None when every step is right
+    on it (or cannot be asked)."""
     vocab = len(x)
     block = learners_block(ctx, vocab) or 1024
     scale = expect.scale_of(vocab)
     try:
-        return _first_wrong(ctx, x.float().cpu(), t, top_k, top_p, vocab, block, scale)
+        return _first_wrong(ctx, x.float().cpu(), t, top_k, top_p, vocab, block, scale, u)
     except Exception:  # noqa: BLE001 - a step that raises here is reported by its own check
         return None
 
 
-def _first_wrong(ctx, x, t, top_k, top_p, vocab, block, scale):
+def _first_wrong(ctx, x, t, top_k, top_p, vocab, block, scale, u):
     run = lambda fn, *args: fn(ctx.step_fn(args[0]), *args[1:], ctx.device)  # noqa: E731
     top, col = expect.row_max(x, t)
     z_max, got_col = run(probes.row_max, "row_max", x[None], [t], block)
@@ -44,14 +45,20 @@ def _first_wrong(ctx, x, t, top_k, top_p, vocab, block, scale):
     got = int(run(probes.mass, "mass_at_least", x[None], [t], [top], [low], scale, block)[0])
     if got != total:
         return "K3.mass_at_least", f"mass_at_least(v={f32(low)}) -> {got}, {ctx.t('期望', 'expected')} {total}"
+    cut = (low, vocab - 1, total)
     if top_p < 1:
         q = expect.quota(top_p, total)
-        want = expect.top_p_cut(z, w, q)
-        cut, last, kept = run(probes.cut, "top_p_cut", x[None], [t], [top], [q], scale, block)
-        got = float(cut[0]), int(last[0]), int(kept[0])
-        if got != want:
+        cut = expect.top_p_cut(z, w, q)
+        got = run(probes.cut, "top_p_cut", x[None], [t], [top], [q], scale, block)
+        got = float(got[0][0]), int(got[1][0]), int(got[2][0])
+        if got != cut:
             return "K4.top_p_cut", (f"top_p_cut(quota={q}) -> (cut {f32(got[0])}, last {got[1]}, kept {got[2]}), "
-                                    f"{ctx.t('期望', 'expected')} (cut {f32(want[0])}, last {want[1]}, kept {want[2]})")
+                                    f"{ctx.t('期望', 'expected')} (cut {f32(cut[0])}, last {cut[1]}, kept {cut[2]})")
+    if u is not None:
+        want = expect.draw(z, w, *cut, u)
+        got = int(run(probes.draw, "draw", x[None], [t], [top], [cut[0]], [cut[1]], [cut[2]], [u], scale, block)[0])
+        if got != want:
+            return "K5.draw", f"draw(u={u!r}) -> {got}, {ctx.t('期望', 'expected')} {want}"
     return None
 
 
@@ -77,10 +84,10 @@ def knobs_of(params, vocab):
     return params.temperature, top_k, min(params.top_p, 1.0)
 
 
-def row_cause(ctx, logits_row, params, prev) -> list:
-    """cause_line for one request's row, or [] (greedy rows: row_max alone)."""
+def row_cause(ctx, logits_row, params, prev, u=None) -> list:
+    """cause_line for one request's row (its draw at u too, when given), or []; greedy rows: row_max alone."""
     x = penalised(ctx, torch.as_tensor(logits_row), params, prev)
     t, top_k, top_p = knobs_of(params, len(x))
     if params.temperature < 1e-5:
         t, top_k, top_p = 1.0, 0, 1.0
-    return cause_line(ctx, first_wrong_step(ctx, x, t, top_k, top_p))
+    return cause_line(ctx, first_wrong_step(ctx, x, t, top_k, top_p, None if params.temperature < 1e-5 else u))

@@ -15,6 +15,11 @@ import torch
 # jsonschema leaves that format unchecked.
 sys.modules.setdefault("rfc3987_syntax", None)
 
+# Triton's kernels (p08-kernel) run in its interpreter on a machine without a GPU. The interpreter must be chosen
+# before Triton is first imported (its own @triton.jit helpers are made then), so here, before any test module.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 
 def pytest_configure(config):
     worker = os.environ.get("PYTEST_XDIST_WORKER")

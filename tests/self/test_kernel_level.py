@@ -1,0 +1,96 @@
+"""The kernel level is graded right: every known-buggy kernel fails the check aimed at it with the cause named, the
+steps pass one by one as they are written, and the interpreter's additions (launch records, memory checks) hold."""
+import re
+
+import pytest
+
+pytest.importorskip("triton")
+
+import torch  # noqa: E402
+
+from course import kernel_interp, problems  # noqa: E402
+from tests.self.helpers import check_ids, mutate, run  # noqa: E402
+from tests.self.mutants_kernel import KERNEL  # noqa: E402
+
+KERNEL_IDS = check_ids("p08-kernel")
+OWN = [cid for cid in KERNEL_IDS if cid[0] in "KGC"]        # the level's own checks (the rest are p08's, shared)
+
+
+@pytest.mark.parametrize("mutant", KERNEL, ids=[m.name for m in KERNEL])
+def test_kernel_mutant_fails_the_check_aimed_at_it(mutant, tmp_path):
+    impl = mutate("p08-kernel", mutant, tmp_path)
+    result = run("p08-kernel", impl, [mutant.aimed_at])[mutant.aimed_at]
+    assert result.status in ("fail", "error"), f"{mutant.name} ({mutant.bug}): {mutant.aimed_at} -> {result.status}"
+    text = " ".join(result.lines)
+    assert mutant.named_in(text), f"{mutant.name} ({mutant.bug}): the report does not say {mutant.phrase!r}: {text}"
+
+
+def test_every_check_of_the_level_has_a_mutant():
+    assert {m.aimed_at for m in KERNEL} == set(OWN)
+
+
+STEPS = [("launch_config", "row_max"), ("count_at_least", "kth_largest"), ("units", "mass_at_least"), ("top_p_cut",),
+         ("draw",)]
+
+
+def _blocks(text: str) -> dict:
+    """name -> its whole definition (decorator included), for the functions of a kernel file."""
+    out = {}
+    for match in re.finditer(r"(?:@triton\.jit\n)?def (\w+)\(.*?(?=\n\n\n|\n# )", text, flags=re.S):
+        out[match[1]] = match[0]
+    return out
+
+
+def test_the_steps_pass_one_by_one_as_they_are_written(tmp_path):
+    """The stub with steps 1..n of the solution pasted in: exactly the checks of steps 1..n pass."""
+    kernel = problems.get("p08-kernel")
+    stub, solution = kernel.path("stub").read_text(), kernel.path("solution").read_text()
+    mine, theirs = _blocks(stub), _blocks(solution)
+    step_checks = [kernel.step_checks(str(n)) for n in range(1, 6)]
+    ids = [cid for checks in step_checks for cid in checks]
+    text = stub
+    for done, names in enumerate(STEPS, start=1):
+        for name in names:
+            text = text.replace(mine[name], theirs[name]) if name in mine else \
+                text.replace("@triton.jit\ndef kth_largest", theirs[name] + "\n\n\n@triton.jit\ndef kth_largest", 1)
+        path = tmp_path / f"after_{done}.py"
+        path.write_text(text, encoding="utf-8")
+        results = run("p08-kernel", path, ids)
+        passing = {cid for cid, r in results.items() if r.passed}
+        written = {cid for checks in step_checks[:done] for cid in checks}
+        assert passing == written, (done, {cid: (r.status, r.lines[:1]) for cid, r in results.items()})
+        assert all(results[cid].status == "todo" for cid in set(ids) - written)
+
+
+def test_a_load_past_the_tensor_is_named_with_its_line(tmp_path):
+    kernel_interp.setup("cpu")
+    source = tmp_path / "reads_too_far.py"
+    source.write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef first_block(x_ptr, out_ptr, "
+                      "BLOCK: tl.constexpr):\n    tl.store(out_ptr, tl.max(tl.load(x_ptr + tl.arange(0, BLOCK)), 0))\n")
+    from course.loader import load_module
+    module = load_module(source)
+    x, out = torch.randn(100), torch.empty(1)
+    with pytest.raises(Exception) as raised:
+        module.first_block[(1,)](x, out, BLOCK=128)
+    inner = raised.value
+    while not isinstance(inner, kernel_interp.OutOfBounds) and inner.__cause__ is not None:
+        inner = inner.__cause__
+    assert isinstance(inner, kernel_interp.OutOfBounds), raised.value
+    assert (inner.kind, inner.name, inner.element, inner.numel) == ("load", "x_ptr", 100, 100)
+    assert inner.line and inner.line[1] == 7
+    module.first_block[(1,)](x, out, BLOCK=64)                     # inside the tensor: no complaint
+    assert out.item() == x[:64].max().item()
+
+
+def test_launches_are_recorded_with_their_grid_and_parameters():
+    kernel_interp.setup("cpu")
+    from course.loader import load_solution
+    solution = load_solution(problems.get("p08-kernel"))
+    params = [solution.SamplingParams(top_k=5, seed=1)] * 3
+    with kernel_interp.recording() as launches:
+        solution.KernelSampler().sample(torch.randn(3, 50), ["a", "b", "c"], params, [[]] * 3)
+    assert len(launches) == 1
+    launch = launches[0]
+    assert (launch.kernel, launch.grid, launch.params["BLOCK"]) == ("sample_kernel", (3,), solution.BLOCK)
+    assert launch.signature["x_ptr"] == "*fp32" and launch.signature["BLOCK"] == "constexpr"
+    assert launch.per_row() == ((), (("BLOCK", repr(solution.BLOCK)), ("PROBS", "False"), ("num_warps", "4")))
