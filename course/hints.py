@@ -21,7 +21,8 @@ _LABELS = {  # anchor prefix -> (zh, en); the number, if any, follows
     "a": ("答案", "answer"),
 }
 _NAMED = {"traps": ("常见坑", "common traps"), "trace": ("逐步追踪", "step-by-step trace"),
-          "skeleton": ("代码骨架", "skeleton"), "given": ("给定代码", "given code")}
+          "skeleton": ("代码骨架", "skeleton"), "given": ("给定代码", "given code"),
+          "compile": ("为 GPU 编译", "compiling for a GPU")}
 
 
 def anchor_label(anchor: str, lang: str) -> str:

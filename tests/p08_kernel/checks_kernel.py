@@ -14,7 +14,7 @@ from course.loader import load_solution
 from course.streams import stream_uniform
 from tests.p08.context import params_text
 from tests.p08_fast.batches import heterogeneous_batch, order_batch
-from tests.p08_kernel import expect
+from course import kernel_oracle as expect
 from tests.p08_kernel.causes import row_cause
 from tests.p08_kernel.checks_steps import learners_block
 from tests.p08_kernel.checks_steps_mass import own_units
@@ -244,7 +244,7 @@ def g4_block_size(ctx):
 
 def block_cause(ctx, row, params, a, b) -> list:
     """Which of the file's steps gives another answer on this row at block a and at block b."""
-    from tests.p08_kernel import probes
+    from course import kernel_probes as probes
     x = row.float()
     t, top_k, top_p = params.temperature, params.top_k if 0 < params.top_k < len(x) else 0, params.top_p
     scale, (top, _) = expect.scale_of(len(x)), expect.row_max(x, t)

@@ -8,7 +8,7 @@ import struct
 import torch
 
 from course.grader.checks import Fail, _noting, check, describe
-from tests.p08_kernel import expect, probes
+from course import kernel_oracle as expect, kernel_probes as probes
 
 INF = float("inf")
 SMALL_BLOCK = 128

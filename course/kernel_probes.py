@@ -1,6 +1,7 @@
-"""The grader's own kernels: each runs one step function of the learner's file on rows the check chose, so a step is
-judged alone (the learner's function arrives as a constexpr argument, FN). Host wrappers launch them one row per
-program, with the block size the check asks for, and return plain CPU tensors."""
+"""Probe kernels: each runs one step function of a kernel file (mine/ or solutions/p08_sampler_kernel.py) on rows
+the caller chose, so a step is seen alone (the step arrives as a constexpr argument, FN). The grader's checks judge
+the steps with them, the notebook shows them. Host wrappers launch one row per program, with the block size asked
+for, and return plain CPU tensors."""
 import torch
 import triton
 import triton.language as tl
@@ -78,7 +79,8 @@ def kth(fn, x, t, k, block, device):
     """kth_largest of rows x [B, V]: [B] float32."""
     x = _dev(x, torch.float32, device)
     out = torch.empty(len(x), device=device)
-    _kth[(len(x),)](x, x.shape[1], _dev(t, torch.float32, device), _dev(k, torch.int32, device), out, FN=fn, BLOCK=block)
+    _kth[(len(x),)](x, x.shape[1], _dev(t, torch.float32, device), _dev(k, torch.int32, device), out, FN=fn,
+                    BLOCK=block)
     return out.cpu()
 
 

@@ -1,6 +1,7 @@
-"""What each step of the kernel must return, computed on the host: torch for the values (z = x / T rounds as the kernel's
-tl.div_rn does), plain Python integers for everything counted in units (given the units a file's own `units` gives,
-so that an exp that differs from torch's in the last bit is not held against it)."""
+"""The kernel level's oracle: what each step of a kernel must return, computed on the host (the grader's checks and
+the notebook read it). torch for the values (z = x / T rounds as the kernel's tl.div_rn does), plain Python integers
+for everything counted in units (given the units a file's own `units` gives, so that an exp that differs from
+torch's in the last bit is not held against it)."""
 import math
 
 import numpy as np
