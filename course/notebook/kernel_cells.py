@@ -12,13 +12,19 @@ from course.kernel_interp import OutOfBounds, recording
 from course.lang import pick
 from course.notebook import kernel_demo
 from course.notebook.panel_search import search_plan
-from course.notebook.text import pad
+from course.notebook.text import wrap
 
 INF = float("inf")
 
 
+def show(lines) -> str:
+    """The lines to print, each wrapped to the page (course.notebook.text.wrap)."""
+    return "\n".join(wrap(line) for line in lines)
+
+
 def f32(x) -> str:
-    return f"{float(x):.9g}"
+    """A float32 in the fewest digits that tell it from its neighbours."""
+    return str(np.float32(x))
 
 
 def innermost(error):
@@ -36,8 +42,8 @@ def first_kernel(lang, device) -> list:
     out = torch.empty(3, device=device)
     kernel_demo.one_block_max[(3,)](x, out, 10, BLOCK=16)
     lines = inspect.getsource(kernel_demo.one_block_max.fn).rstrip().splitlines()
-    lines.append(t("启动：one_block_max[(3,)](x, out, 10, BLOCK=16)   # grid (3,)：3 个 program，每行一个",
-                   "launch: one_block_max[(3,)](x, out, 10, BLOCK=16)   # grid (3,): 3 programs, one per row"))
+    lines.append(t("启动：one_block_max[(3,)](x, out, 10, BLOCK=16)：grid (3,)，3 个 program，每行一个",
+                   "launch: one_block_max[(3,)](x, out, 10, BLOCK=16): grid (3,), 3 programs, one per row"))
     lines += [t(f"第 {i} 行 -> {out[i].item():g}（torch：{x[i].max().item():g}）", f"row {i} -> {out[i].item():g} (torch: "
                 f"{x[i].max().item():g})") for i in range(3)]
     return lines
@@ -76,10 +82,30 @@ def launch_trap(lang, device) -> list:
     moved = int((a != b).sum())
     return [t(f"单独：BLOCK = {kernel_demo.naive_block(1)}；在 16 行的 batch 里：BLOCK = {kernel_demo.naive_block(16)}",
               f"alone: BLOCK = {kernel_demo.naive_block(1)}; in a batch of 16: BLOCK = {kernel_demo.naive_block(16)}"),
-            t(f"同一行的 3000 个概率里有 {moved} 个 bit 不同（总和 {a.double().sum().item():.9f} 与 "
-              f"{b.double().sum().item():.9f}）", f"{moved} of the row's 3000 probabilities differ in their bits (sums "
-              f"{a.double().sum().item():.9f} and {b.double().sum().item():.9f})")
+            t(f"同一行的 3000 个概率里有 {moved} 个 bit 不同（总和 {a.double().sum().item():.8f} 与 "
+              f"{b.double().sum().item():.8f}）", f"{moved} of the row's 3000 probabilities differ in their bits (sums "
+              f"{a.double().sum().item():.8f} and {b.double().sum().item():.8f})")
             if moved else t("这一次两种块大小恰好舍入相同", "this time both block sizes happen to round the same")]
+
+
+def launch_trap_figure(lang, device):
+    """The naive kernel's probabilities of one row, alone against in a batch of 16: their difference per column."""
+    from course.notebook.plotting import FONT_PT, REMOVED_COLOR, fig_text, new_figure
+    alone, batch = launch_probe(device)
+    a, b = kernel_demo.softmax_rows(alone)[0].cpu(), kernel_demo.softmax_rows(batch)[0].cpu()
+    diff = (a.double() - b.double()).abs()
+    fig = new_figure(200)
+    ax = fig.subplots()
+    moved = diff > 0
+    ax.scatter(torch.arange(len(diff))[moved], diff[moved], s=3, color=REMOVED_COLOR)
+    ax.set_yscale("log")
+    ax.set_xlabel(fig_text(lang, "列", "column"), fontsize=FONT_PT)
+    ax.set_ylabel(fig_text(lang, "|单独 − 在 batch 里|", "|alone − in the batch|"), fontsize=FONT_PT)
+    ax.set_title(fig_text(lang, f"朴素 kernel：同一行的 {int(moved.sum())} / {len(diff)} 个概率变了",
+                          f"the naive kernel: {int(moved.sum())} of the row's {len(diff)} probabilities moved"),
+                 fontsize=FONT_PT)
+    ax.tick_params(labelsize=FONT_PT)
+    return fig
 
 
 def launch_config_lines(kernel, lang) -> list:
@@ -105,8 +131,8 @@ def row_max_lines(kernel, lang, device) -> list:
         z, col = probes.row_max(kernel.row_max, x[None], [temp], 128, device)
         want = oracle.row_max(x, temp)
         ok = float(z[0]) == want[0] and int(col[0]) == want[1]
-        lines.append(f"{pad(label, 30)} T={temp}: row_max -> ({f32(z[0])}, {int(col[0])})  "
-                     + t(f"torch：({f32(want[0])}, {want[1]})", f"torch: ({f32(want[0])}, {want[1]})")
+        lines.append(f"{label}, T = {temp}:")
+        lines.append(f"  row_max -> ({f32(z[0])}, {int(col[0])})  torch: ({f32(want[0])}, {want[1]})"
                      + ("  ✓" if ok else "  ✗"))
     return lines
 
@@ -127,19 +153,17 @@ def search_lines(lang, passes, ks=(5, 17, 40)) -> list:
     row, lines = ulp_row(), []
     for k in ks:
         plan = search_plan(row, "top_k", k=k, passes=passes)
-        lines.append(t(f"k = {k:2}：{passes} 次之后 {f32(plan['answer'])}，第 k 大是 {f32(plan['exact'])}", f"k = {k:2}: "
-                       f"after {passes} passes {f32(plan['answer'])}, the k-th value is {f32(plan['exact'])}")
-                     + ("" if plan["answer"] == plan["exact"] else t(f"  ✗（不在这一行里，区间还剩 {plan['keys_left']} 个 key）",
-                                                                    f"  ✗ (not in the row; {plan['keys_left']} keys left)")))
+        lines.append(t(f"k = {k:2}：{passes} 次 -> {f32(plan['answer'])}，第 k 大是 {f32(plan['exact'])}", f"k = {k:2}: "
+                       f"{passes} passes -> {f32(plan['answer'])}, the k-th is {f32(plan['exact'])}")
+                     + ("  ✓" if plan["answer"] == plan["exact"] else t(f"  ✗ 不在这一行里，还剩 {plan['keys_left']} 个 key",
+                                                                       f"  ✗ not in the row, {plan['keys_left']} keys left")))
     return lines
 
 
 def kth_lines(kernel, lang, device, ks=(5, 17, 40)) -> list:
-    t = lambda zh, en: pick(lang, zh, en)                                       # noqa: E731
     row = ulp_row()
     got = probes.kth(kernel.kth_largest, row[None].expand(len(ks), -1), [1.0] * len(ks), list(ks), 128, device)
-    return [f"kth_largest(k={k:2}) -> {f32(v)}  " + t(f"torch.topk：{f32(oracle.kth(row, 1.0, k))}",
-                                                      f"torch.topk: {f32(oracle.kth(row, 1.0, k))}")
+    return [f"kth_largest(k={k:2}) -> {f32(v)}  torch.topk: {f32(oracle.kth(row, 1.0, k))}"
             + ("  ✓" if float(v) == oracle.kth(row, 1.0, k) else "  ✗") for k, v in zip(ks, got.tolist())]
 
 
@@ -168,8 +192,7 @@ def mass_lines(kernel, lang, device) -> list:
     x = mass_row()
     top, scale = oracle.row_max(x, 1.0)[0], oracle.scale_of(len(x))
     got = [int(probes.mass(kernel.mass_at_least, x[None], [1.0], [top], [-INF], scale, b, device)[0]) for b in BLOCKS]
-    lines = [t(f"BLOCK = {b:4}：mass_at_least(-inf) = {m}", f"BLOCK = {b:4}: mass_at_least(-inf) = {m}")
-             for b, m in zip(BLOCKS, got)]
+    lines = [f"BLOCK = {b:4}: mass_at_least(-inf) = {m}" for b, m in zip(BLOCKS, got)]
     lines.append(t(f"÷ scale = {got[0] / scale:.9g}；三种块大小是同一个整数", f"/ scale = {got[0] / scale:.9g}; the same "
                    "integer at all three block sizes") if len(set(got)) == 1 else
                  t("三种块大小给出不同的数", "the three block sizes give different numbers"))
@@ -194,8 +217,9 @@ def naive_cut_lines(lang) -> list:
         w = oracle.numpy_units(z, float(z.max()), oracle.scale_of(len(x)))
         _, last, _ = oracle.top_p_cut(z, w, plan["goal"])
         right = oracle.kept_columns(z, plan["answer"], last)
-        lines.append(t(f"{pad(zh, 38)} 截断值 {plan['answer']:g}：z >= 它的列 {plan['kept']}；规则保留 {right}",
-                       f"{pad(en, 36)} cut {plan['answer']:g}: the columns z >= it {plan['kept']}; the rule keeps {right}"))
+        lines.append(t(f"{zh}：截断值 {plan['answer']:g}", f"{en}: the cut {plan['answer']:g}"))
+        lines.append(t(f"  z >= 它的列 {plan['kept']}", f"  the columns z >= it {plan['kept']}"))
+        lines.append(t(f"  规则保留     {right}", f"  the rule keeps     {right}"))
     return lines
 
 
@@ -209,14 +233,16 @@ def cut_lines(kernel, lang, device) -> list:
         cut, last, kept = probes.cut(kernel.top_p_cut, x[None], [1.0], [top], [q], scale, 128, device)
         want = oracle.top_p_cut(z, w, q)
         got = (float(cut[0]), int(last[0]), int(kept[0]))
-        lines.append(f"{pad(pick(lang, zh, en), 36)} top_p_cut -> (cut {got[0]:g}, last {got[1]}, kept {got[2] / scale:g} "
-                     f"x scale)" + ("  ✓" if got == want else pick(lang, f"  ✗ 期望 (cut {want[0]:g}, last {want[1]})",
-                                                                   f"  ✗ expected (cut {want[0]:g}, last {want[1]})")))
+        lines.append(pick(lang, zh, en) + ":")
+        lines.append(f"  top_p_cut -> (cut {got[0]:g}, last {got[1]}, kept {got[2] / scale:g} x scale)"
+                     + ("  ✓" if got == want else pick(lang, f"  ✗ 期望 (cut {want[0]:g}, last {want[1]})",
+                                                       f"  ✗ expected (cut {want[0]:g}, last {want[1]})")))
     return lines
 
 
 # §5 -------------------------------------------------------------------------------------------------------
 EDGE_U = (0.25, 0.25 - 2.0 ** -40, 1.0 - 2.0 ** -53)
+EDGE_NAMES = ("0.25", "0.25 - 2**-40", "1 - 2**-53")
 
 
 def naive_draw_lines(lang) -> list:
@@ -226,14 +252,16 @@ def naive_draw_lines(lang) -> list:
     w = oracle.numpy_units(z, 0.0, oracle.scale_of(8))
     kept = sum(w)
     lines = []
-    for u in EDGE_U:
+    for u, name in zip(EDGE_U, EDGE_NAMES):
         right = oracle.draw(z, w, -INF, 7, kept, u)
         as32 = oracle.draw(z, w, -INF, 7, kept, float(np.float32(u)))
         past = next((c for c in range(8) if sum(w[:c + 1]) > np.float32(u) * np.float32(kept)), 8)
-        lines.append(t(f"u = {u!r}：规则 -> 第 {right} 列；u 转成 float32 -> 第 {as32} 列；float32 乘积、没有兜底 -> "
-                       f"{'第 ' + str(past) + ' 列' if past < 8 else '没有列（8 = V，出界）'}",
-                       f"u = {u!r}: the rule -> column {right}; u as float32 -> column {as32}; a float32 product, no "
-                       f"last column -> {'column ' + str(past) if past < 8 else 'no column (8 = V, past the row)'}"))
+        lines.append(f"u = {name}:")
+        lines.append(t(f"  规则 -> 第 {right} 列；u 转成 float32 -> 第 {as32} 列", f"  the rule -> column {right}; "
+                       f"u as float32 -> column {as32}"))
+        lines.append(t(f"  float32 乘积、没有兜底 -> {'第 ' + str(past) + ' 列' if past < 8 else '没有列（8 = V，出界）'}",
+                       f"  a float32 product, no fallback -> "
+                       f"{'column ' + str(past) if past < 8 else 'no column (8 = V: past the row)'}"))
     return lines
 
 
@@ -244,9 +272,9 @@ def draw_lines(kernel, lang, device) -> list:
     kept = sum(w)
     got = probes.draw(kernel.draw, torch.zeros(3, 8), [1.0] * 3, [0.0] * 3, [-INF] * 3, [7] * 3, [kept] * 3,
                       list(EDGE_U), scale, 128, device).tolist()
-    return [f"draw(u={u!r}) -> {c}  " + pick(lang, f"规则：第 {oracle.draw(z, w, -INF, 7, kept, u)} 列",
+    return [f"draw(u = {name}) -> {c}  " + pick(lang, f"规则：第 {oracle.draw(z, w, -INF, 7, kept, u)} 列",
                                             f"the rule: column {oracle.draw(z, w, -INF, 7, kept, u)}")
-            + ("  ✓" if c == oracle.draw(z, w, -INF, 7, kept, u) else "  ✗") for u, c in zip(EDGE_U, got)]
+            + ("  ✓" if c == oracle.draw(z, w, -INF, 7, kept, u) else "  ✗") for u, name, c in zip(EDGE_U, EDGE_NAMES, got)]
 
 
 # §6 -------------------------------------------------------------------------------------------------------
@@ -276,11 +304,11 @@ def speed_lines(kernel, lang, device) -> list:
     """On a GPU: the kernel beside the fast path and the full sort, seed 004's batch (median ms); on a CPU: why not."""
     t = lambda zh, en: pick(lang, zh, en)                                       # noqa: E731
     if device != "cuda":
-        return [t("这里是 CPU：kernel 在 Triton 的解释器里跑，每一条指令都由 Python 执行，它的耗时不是速度数字。"
-                  "GPU 上的数字由 .ci/gpu 测量，写在 docs/benchmark.md 里（注明日期、提交和 GPU）。",
-                  "This is a CPU: the kernel runs in Triton's interpreter, every instruction executed by Python, so its "
-                  "time is no speed figure. The GPU figures are measured by .ci/gpu and written in docs/benchmark.md "
-                  "(with their date, commit and GPU).")]
+        return wrap(t("这里是 CPU：kernel 在 Triton 的解释器里跑，每一条指令都由 Python 执行，它的耗时不是速度数字。"
+                      "GPU 上的数字由 .ci/gpu 测量，写在 docs/benchmark.md 里（注明日期、提交和 GPU）。",
+                      "This is a CPU: the kernel runs in Triton's interpreter, every instruction executed by Python, so "
+                      "its time is no speed figure. The GPU figures are measured by .ci/gpu and written in "
+                      "docs/benchmark.md (with their date, commit and GPU).")).split("\n")
     from course import bench
     from course.bench.baselines import FullSortSampler, load_module
     from course.problems import get

@@ -11,10 +11,12 @@ import triton.language as tl
 
 @triton.jit
 def one_block_max(x_ptr, out_ptr, V, BLOCK: tl.constexpr):
-    """out[i] = max(x[i, :V]), for rows that fit in one block (V <= BLOCK)."""
-    i = tl.program_id(0)                                      # which program: which row
-    cols = tl.arange(0, BLOCK)                                # [BLOCK] 0, 1, ..., BLOCK - 1
-    x = tl.load(x_ptr + i * V + cols, mask=cols < V, other=float("-inf"))   # [BLOCK]; past V: -inf
+    """out[i] = the max of row i, when V <= BLOCK."""
+    i = tl.program_id(0)            # which program: which row
+    cols = tl.arange(0, BLOCK)      # [BLOCK] 0, 1, ..., BLOCK - 1
+    # [BLOCK]: the row's values; a lane past V loads -inf
+    x = tl.load(x_ptr + i * V + cols, mask=cols < V,
+                other=float("-inf"))
     tl.store(out_ptr + i, tl.max(x, 0))
 
 

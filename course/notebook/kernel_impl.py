@@ -71,7 +71,7 @@ class KernelImpl:
                          f"again"))
 
     def label(self, *names) -> str:
-        return pick(self.lang, f"代码：{', '.join(names)} 来自 {self.path}", f"code: {', '.join(names)} from {self.path}")
+        return wrap(pick(self.lang, f"代码：{', '.join(names)} 来自 {self.path}", f"code: {', '.join(names)} from {self.path}"))
 
     @property
     def note(self) -> str:
