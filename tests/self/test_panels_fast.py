@@ -74,7 +74,7 @@ def test_window_panel_redraws_on_each_slider_and_names_the_outcome():
     assert w["image"].value != first and not fig._p08_state["certain"]
     assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [64.5]
     w["row"].value, w["top_k"].value = "bf16", 60
-    assert "column 59" in w["note"].value and "not certain" in w["note"].value
+    assert "column 60" in w["note"].value and "not certain" in w["note"].value      # counted from 1, as ranks are
     w["top_k"].value = 300
     assert "WINDOW_K = 256" in w["note"].value and fig._p08_artists["windows"] == []
     w["row"].value, w["top_k"].value, w["top_p"].value = "flat", -1, 1.0
