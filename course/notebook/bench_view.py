@@ -86,7 +86,8 @@ def explain_losses(results, lang="zh") -> str:
                                                                          UNEXPECTED)):
             if group:
                 cases = _listed([_case(r, lang) for r in group], lang)
-                paragraphs.append(pick(lang, f"{NAMES[method][0]}在 {cases} 上比快速路径快。{reason[0]}",
+                gap = " " if cases[0].isascii() else ""          # a space only beside Latin text: 在 V 扫描…）上
+                paragraphs.append(pick(lang, f"{NAMES[method][0]}在{gap}{cases}上比快速路径快。{reason[0]}",
                                        f"{NAMES[method][1]} was faster than the fast path in {cases}. {reason[1]}"))
     return "\n\n".join(paragraphs)
 

@@ -126,6 +126,10 @@ def test_small_case_line_counts_the_ops_of_the_smallest_case():
     assert line.startswith("The loop wins small cases: at B = 1, V = 1024 the fast path issues ")
     fast_ops, loop_ops = (int(n) for n in re.search(r"issues (\d+) torch ops .* the loop's (\d+);", line).groups())
     assert fast_ops > loop_ops > 0
+    lost = bf.small_case_line([grid_result(1, 1024, 0.5, 0.3), grid_result(64, 4096, 20, 1)], "en")
+    noise = bf.small_case_line([grid_result(1, 1024, 0.1, 0.3, spread=3.0), grid_result(64, 4096, 20, 1)], "en")
+    assert "wins" not in lost and lost.endswith("the loop was not faster for it this run.")    # never a false claim
+    assert "wins" not in noise and noise.endswith("this run's figures for that case are noise.")
 
 
 # the batch-invariance experiment in miniature ------------------------------------------------------------------
