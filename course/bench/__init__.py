@@ -18,6 +18,7 @@ import argparse
 import random
 import statistics
 import sys
+import textwrap
 import time
 
 import torch
@@ -368,12 +369,14 @@ def main(argv=None):
         start = time.perf_counter()
         live = sys.stderr.isatty()                   # a terminal: one line rewritten; else one line per step
         try:
-            for n, (name, batch, vocab, mix, shape) in enumerate(cases, 1):
-                def progress(method, n=n):
-                    text = f"[{n}/{len(cases)}] {name} B={batch} V={vocab} {shape}: timing {method}"
-                    print(f"\r{text:<99}" if live else text, end="" if live else "\n", file=sys.stderr, flush=True)
-                results.append(run_case(name, batch, vocab, mix, shape, device=args.device, repeat=repeat,
-                                        budget_s=budget, progress=progress, counts=True, impl=impl))
+            with machine.Watch() as watch:           # others' CPU use while timing, for the verdict
+                for n, (name, batch, vocab, mix, shape) in enumerate(cases, 1):
+                    def progress(method, n=n):
+                        text = f"[{n}/{len(cases)}] {name} B={batch} V={vocab} {shape}: timing {method}"
+                        print(f"\r{text:<99}" if live else text, end="" if live else "\n", file=sys.stderr,
+                              flush=True)
+                    results.append(run_case(name, batch, vocab, mix, shape, device=args.device, repeat=repeat,
+                                            budget_s=budget, progress=progress, counts=True, impl=impl))
         except learner.LearnerError as error:
             print(f"{chr(13) if live else ''}cannot time it: {error}", file=sys.stderr)
             return 1
@@ -381,8 +384,8 @@ def main(argv=None):
             print(f"\r{'':<99}\r", end="", file=sys.stderr, flush=True)
     print(format_table(results, methods, markdown=args.markdown))
     print(f"median ms per sample() call, (xN) = N times the fast path; {time.perf_counter() - start:.0f} s")
-    note = "\n".join(line for line in (machine.noise_note(results), learner.printed_note(results)) if line)
-    print((note + "\n") if note else "")
+    print(textwrap.fill(machine.verdict(results, watch.load), WIDTH))     # the run's one verdict on the machine
+    print((learner.printed_note(results) + "\n") if learner.printed_note(results) else "")
     print(format_counts(results, methods, markdown=args.markdown))
     print("per sample() call: torch ops / host syncs / uploads of Python data "
           "(torch's profiler; the same on any CPU for one torch version)")

@@ -213,5 +213,6 @@ def printed_note(results, lang="en") -> str:
     lines = sum(r.get("printed", 0) for r in results)
     if not lines:
         return ""
-    return pick(lang, f"yours 计时时打印了 {lines} 行（这里不显示；打印也算进了它的耗时）",
-                f"yours printed {lines} lines while timed (not shown; their cost is in its time)")
+    return pick(lang, f"你的文件计时时打印了 {lines} 行：这里不显示，打印的耗时算在它的时间里。",
+                f"Your file printed {lines} line{'s' * (lines != 1)} while it was timed: they are not shown, and "
+                "printing them is part of its time.")

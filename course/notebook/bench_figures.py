@@ -47,18 +47,27 @@ def learner_impl(fast, lang="zh"):
     return impl, learner.yours_line(impl[0], lang)
 
 
-def time_cases(cases, impl=None, methods=bench.METHODS, lang="zh", repeat=REPEAT, budget_s=BUDGET_S):
+# how each cell's output marks a noisy case, for the verdict (zh, en)
+TABLE_MARKS = ("表里标 ~ 并为灰色，柱状图里空心", "~ and grey in the table, hollow bars in the chart")
+GRID_MARKS = ("图里的空心点", "hollow points in the chart")
+
+
+def time_cases(cases, impl=None, methods=bench.METHODS, lang="zh", repeat=REPEAT, budget_s=BUDGET_S,
+               marks=TABLE_MARKS, known=()):
     """(results, lines): run_case for each case (yours too when impl is given; a LearnerError drops yours and
-    becomes one line), and the noise note when a case's figures are noise."""
+    becomes one line), then the run's one verdict on the machine (machine.verdict: others' CPU use while timing,
+    the cases that are noise among results and `known`, results shown beside them, named by `marks`) and, if
+    yours printed, a line saying so."""
     results, lines = [], []
-    for case in cases:
-        try:
-            results.append(bench.run_case(*case, methods=methods, repeat=repeat, budget_s=budget_s, impl=impl))
-        except learner.LearnerError as error:
-            impl = None
-            lines.append(pick(lang, f"不再计时你的文件：{error.text(lang)}", f"yours is timed no further: {error}"))
-            results.append(bench.run_case(*case, methods=methods, repeat=repeat, budget_s=budget_s))
-    notes = [machine.noise_note(results, lang), learner.printed_note(results, lang)]
+    with machine.Watch() as watch:
+        for case in cases:
+            try:
+                results.append(bench.run_case(*case, methods=methods, repeat=repeat, budget_s=budget_s, impl=impl))
+            except learner.LearnerError as error:
+                impl = None
+                lines.append(pick(lang, f"不再计时你的文件：{error.text(lang)}", f"yours is timed no further: {error}"))
+                results.append(bench.run_case(*case, methods=methods, repeat=repeat, budget_s=budget_s))
+    notes = [machine.verdict([*known, *results], watch.load, lang, marks), learner.printed_note(results, lang)]
     return results, lines + [note for note in notes if note]
 
 
@@ -87,7 +96,7 @@ def draw_bench(results, lang="zh"):
               ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, columnspacing=1.0,
               handlelength=1.2)
     if any(machine.noisy(r) for r in results):
-        ax.set_title(fig_text(lang, "空心 = 这个场景的数字是噪声（机器正忙）", "hollow = noise in that case (busy machine)"),
+        ax.set_title(fig_text(lang, "空心 = 这个场景的数字是噪声，不是速度", "hollow = that case's figures are noise, not speeds"),
                      fontsize=10, pad=40)
     fig._p08_state = {"methods": methods, "cases": [(r["B"], r["V"]) for r in results]}
     return fig
@@ -135,9 +144,7 @@ def draw_crossover(results, lang="zh"):
             ax.plot([b], [s], "o", color=color, mfc="white" if (b, vocab) in noisy else color, ms=6)
         if cross is not None and math.isfinite(cross):
             ax.plot([cross], [1], marker="v", ms=12, color=color, mec="black", zorder=5)
-    ax.axhline(1, color="black", lw=1, ls="--")
-    ax.text(0.99, 1.03, fig_text(lang, "1 = 一样快；之上快速路径赢", "1 = level; above: the fast path wins"),
-            transform=ax.get_yaxis_transform(), ha="right", va="bottom", fontsize=9)
+    ax.axhline(1, color="black", lw=1, ls="--")                         # said by the y label, not over a curve
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     low, high = min(min(gains.values()), 0.9), max(max(gains.values()), 1.1)
@@ -148,13 +155,15 @@ def draw_crossover(results, lang="zh"):
     ax.set_xticks(bs, [str(b) for b in bs])
     ax.set_xlabel(fig_text(lang, "batch 大小 B（每行 top_k 40、top_p 0.9、各自的 seed）",
                            "batch size B (rows: top_k 40, top_p 0.9, own seeds)"), fontsize=10)
-    ax.set_ylabel(fig_text(lang, "循环耗时 / 快速路径耗时", "loop time / fast path time"), fontsize=10)
+    ax.set_ylabel(fig_text(lang, "循环耗时 / 快速路径耗时\n（虚线 1 之上快速路径赢）",
+                           "loop time / fast path time\n(above the dashed 1: the fast path wins)"), fontsize=10,
+                  linespacing=1.6)
     ax.tick_params(labelsize=9)
     ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     title = fig_text(lang, "快速路径从哪里开始赢过 P08 循环（▼ = 越过 1 处）",
                      "where the fast path starts to beat the P08 loop (▼)")
     if noisy:
-        title += fig_text(lang, "\n空心点是噪声（机器正忙）", "\nhollow points are noise (busy machine)")
+        title += fig_text(lang, "\n空心点是噪声，不是速度", "\nhollow points are noise, not speeds")
     ax.set_title(title, fontsize=10)
     fig._p08_state = {"speedups": gains, "crossover": marks, "noisy": sorted(noisy)}
     return fig
@@ -170,21 +179,29 @@ def time_grid(table=(), lang="zh"):
     point the table already timed (seed 004's mix, peaked logits) is taken from it, not timed twice."""
     grid = set(product(GRID_B, GRID_V))
     known = [r for r in table if r["mix"] == "seed004" and r["logits"] == "peaked" and (r["B"], r["V"]) in grid]
-    results, lines = time_cases(grid_cases({(r["B"], r["V"]) for r in known}), methods=GRID_METHODS, lang=lang)
+    results, lines = time_cases(grid_cases({(r["B"], r["V"]) for r in known}), methods=GRID_METHODS, lang=lang,
+                                marks=GRID_MARKS, known=known)
     return known + results, lines
 
 
 def small_case_line(results, lang="zh") -> str:
-    """One line on why the loop wins small cases, with the op counts of the smallest case of the grid (counted, the
-    same on any CPU)."""
+    """A paragraph on the smallest case of the grid, with its op counts (counted, the same on any CPU): why the loop
+    wins there when it did, else the counts and that it did not, or that the case's figures are noise."""
     small = min(results, key=lambda r: (r["V"], r["B"]))
     logits = bench.make_logits(small["B"], small["V"], "peaked")
     ids, params, prev = bench.make_batch(small["B"], small["V"], "seed004")
     counts = opcount.count_methods(bench.method_fns(logits, ids, params, prev, ("reference", "fast")))
     loop, fast = counts["reference"].ops, counts["fast"].ops
-    return pick(lang, f"小场景里循环赢：B = {small['B']}、V = {small['V']} 时快速路径每次调用要发 {fast} 个 torch op"
-                      f"（路线、窗口、一次同步、一次上传），循环只发 {loop} 个；行越多、词表越大，循环的代价越涨，"
-                      "快速路径的固定开销就越划算。",
-                f"The loop wins small cases: at B = {small['B']}, V = {small['V']} the fast path issues {fast} torch "
-                f"ops per call (routes, window, one sync, one upload) against the loop's {loop}; more rows and a "
-                "larger vocabulary raise the loop's cost, and the fast path's fixed cost pays off.")
+    where = pick(lang, f"B = {small['B']}、V = {small['V']} 时", f"at B = {small['B']}, V = {small['V']}")
+    ops = pick(lang, f"快速路径每次调用要发 {fast} 个 torch op（路线、窗口、一次同步、一次上传），循环只发 {loop} 个",
+               f"the fast path issues {fast} torch ops per call (routes, window, one sync, one upload) against the "
+               f"loop's {loop}")
+    if machine.noisy(small):
+        return pick(lang, f"{where}{ops}；这一次那个场景的数字是噪声。", f"{where[0].upper()}{where[1:]} {ops}; this "
+                    "run's figures for that case are noise.")
+    if small["ms"]["reference"] >= small["ms"]["fast"]:
+        return pick(lang, f"{where}{ops}；这一次循环并没有因此更快。", f"{where[0].upper()}{where[1:]} {ops}; the loop "
+                    "was not faster for it this run.")
+    return pick(lang, f"小场景里循环赢：{where}{ops}；行越多、词表越大，循环的代价越涨，快速路径的固定开销就越划算。",
+                f"The loop wins small cases: {where} {ops}; more rows and a larger vocabulary raise the loop's cost, "
+                "and the fast path's fixed cost pays off.")

@@ -26,11 +26,12 @@ STALE_CSS = f"""
 
 # Printed output and code blocks (a hint's skeleton) keep their tokens whole and their lines as written: no line
 # breaks inside a number or a word (JupyterLab's default for output is `word-break: break-all`); a line wider than
-# the page scrolls sideways instead. Inline code (`./check.sh p08-fast`) stays on one line. Scoped to the notebook
+# the page scrolls sideways instead. Full-width punctuation keeps its full width (Chromium otherwise trims a
+# "）" beside an ideographic space by half, and a column padded by course/notebook/text.py moves). Inline code (`./check.sh p08-fast`) stays on one line. Scoped to the notebook
 # that displays it: other notebooks are untouched.
 PAGE_CSS = f"""
 .jp-Notebook:has(.{STYLE_CLASS}) :is(.jp-OutputArea-output, .jp-RenderedHTMLCommon) :is(pre, pre code) {{
-  white-space: pre; word-break: normal; overflow-wrap: normal; }}
+  white-space: pre; word-break: normal; overflow-wrap: normal; text-spacing-trim: space-all; }}
 .jp-Notebook:has(.{STYLE_CLASS}) :is(.jp-OutputArea-output, .jp-RenderedHTMLCommon) pre {{ overflow-x: auto; }}
 .jp-Notebook:has(.{STYLE_CLASS}) .jp-RenderedHTMLCommon :not(pre) > code {{ white-space: nowrap; }}
 """

@@ -61,7 +61,8 @@ def filter_steps(module, row, temperature, top_k, top_p, penalty, prev_tokens) -
 
 def draw_filter(fig, steps, lang) -> None:
     """Top: bars before/after (kept orange; removed hatched grey at their before-filter height), the legend above
-    the bars. Bottom: sorted cumulative curve, the top_p line (hidden when greedy or off), the crossing token."""
+    the bars. Bottom: sorted cumulative curve, the top_p line (hidden when greedy or off), the crossing token; its
+    legend above the axes names only what is drawn (no crossing token when greedy or top_p is off)."""
     ax_bars, ax_cum = fig.axes
     ax_bars.clear()
     ax_cum.clear()
@@ -102,8 +103,9 @@ def draw_filter(fig, steps, lang) -> None:
     ax_cum.set_ylim(0, 1.05)
     ax_cum.set_xlim(-0.5, vocab - 0.5)
     ax_cum.tick_params(labelsize=FONT_PT)
-    ax_cum.legend(handles=[curve, marker] + ([line] if line.get_visible() else []), fontsize=FONT_PT,
-                  loc="lower right")
+    shown = [curve] + ([marker] if rank is not None else []) + ([line] if line.get_visible() else [])
+    ax_cum.legend(handles=shown, fontsize=FONT_PT, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3,
+                  frameon=False, borderaxespad=0.2, handlelength=1.5, columnspacing=1.2)  # what is drawn, off the data
     fig._p08_state = steps
     fig._p08_artists = {"before": before, "after": after, "removed": removed, "cumulative": curve, "top_p": line,
                         "crossing": marker}

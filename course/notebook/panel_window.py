@@ -8,6 +8,8 @@ window / temperature -> filter_window -> certain? An uncertain row, and a row wi
 exact route (course/selection.py, given code). Only the picture's ranking is a plain sort.
 build_window_panel() -> (widgets, figure); fig._p08_state holds the numbers the picture shows.
 """
+import math
+
 import ipywidgets as W
 import torch
 
@@ -107,8 +109,8 @@ def verdict(plan, lang) -> str:
                     f"(course/selection.py), no window; keeps {tokens_en(n)}")
     if plan["route"] == "top_k":
         head = pick(lang, f"top_k 路线：一个窗口 W = top_k + 1 = {width} 列", f"top_k route: one window of W = top_k + 1 = {width} columns")
-        rule = pick(lang, "第 k 大的值（第 {0} 列）{1:.4g} {2} 第 {3} 列的 {4:.4g}",
-                    "the k-th value (column {0}) {1:.4g} {2} column {3}'s {4:.4g}")
+        rule = pick(lang, "第 k 大的值（窗口第 {0} 列）{1:.4g} {2} 第 {3} 列的 {4:.4g}",
+                    "the k-th value (the window's column {0}) {1:.4g} {2} column {3}'s {4:.4g}")
     else:
         head = pick(lang, f"top_p 路线：一个窗口 W = WINDOW = {width} 列", f"top_p route: one window of W = WINDOW = {width} columns")
         rule = pick(lang, "最后保留的值（第 {0} 列）{1:.4g} {2} 窗口最后一列（第 {3} 列）的 {4:.4g}",
@@ -116,17 +118,37 @@ def verdict(plan, lang) -> str:
     if reason is None:
         why = pick(lang, "窗口就是整行", "the window is the whole row")
     elif reason[0] == reason[2]:                                                      # top-p: kept up to the edge
-        why = pick(lang, f"保留的前缀一直到窗口最后一列（第 {reason[0]} 列）", f"the kept prefix runs up to the window's last "
-                   f"column ({reason[0]})")
-    else:
-        why = rule.format(reason[0], reason[1], ">" if plan["certain"] else "=" if reason[1] == reason[3] else "≤",
-                          reason[2], reason[3])
+        why = pick(lang, f"保留的前缀一直到窗口最后一列（第 {reason[0] + 1} 列）", f"the kept prefix runs up to the "
+                   f"window's last column ({reason[0] + 1})")
+    else:                                       # columns counted from 1, as the picture's ranks are
+        why = rule.format(reason[0] + 1, reason[1], ">" if plan["certain"] else "=" if reason[1] == reason[3] else "≤",
+                          reason[2] + 1, reason[3])
     if plan["certain"]:
         return pick(lang, f"{head}；{why}：certain，窗口说了算，保留 {n} 个 token",
                     f"{head}; {why}: certain, the window decides; keeps {tokens_en(n)}")
     return pick(lang, f"{head}；{why}：不 certain，保留集合可能延伸到窗口外 → 这一行走精确路线，保留 {n} 个 token",
                 f"{head}; {why}: not certain, the kept set may reach past the window -> the exact route; "
                 f"keeps {tokens_en(n)}")
+
+
+def cumulative_title(plan) -> tuple:
+    """The lower chart's title (zh, en), true to the row's settings: after top-k only when top-k is on."""
+    top_k = plan["params"]["top_k"]
+    if 0 < top_k < len(plan["sorted_probs"]):
+        return f"top-k（k = {top_k}）之后的累计概率：top-p 读的就是它", f"cumulative mass after top-k (k = {top_k}): what top-p reads"
+    return "整行的累计概率（top-k 关）：top-p 读的就是它", "cumulative mass of the whole row (top-k off): what top-p reads"
+
+
+def decades(ax, values) -> None:
+    """A log axis from the decade below the smallest positive value to the decade above the largest, labelled at
+    the decades only: a nearly flat row gets 10^-4 and 10^-3, not 2.75x10^-4 labels that squeeze the plot."""
+    from matplotlib.ticker import LogLocator, NullFormatter
+    positive = [v for v in values if v > 0]
+    if positive:
+        low, high = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
+        ax.set_ylim(10.0 ** low, 10.0 ** max(high, low + 1))
+    ax.yaxis.set_major_locator(LogLocator(base=10))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def draw_window(fig, plan, lang) -> None:
@@ -156,6 +178,7 @@ def draw_window(fig, plan, lang) -> None:
         ax.text(width + 0.5, 0.97, f" W = {width}", transform=ax.get_xaxis_transform(), fontsize=FONT_PT, va="top")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    decades(ax, probs[:shown])
     ax.set_xlim(0.5, shown + 0.5)
     ax.set_xlabel(fig_text(lang, "名次（按概率降序，对数轴）", "rank by probability (log scale)"), fontsize=FONT_PT)
     ax.set_ylabel(fig_text(lang, "概率（对数轴）", "probability (log)"), fontsize=FONT_PT)
@@ -181,10 +204,11 @@ def draw_window(fig, plan, lang) -> None:
     ax_cum.set_ylim(0, 1.05)
     ax_cum.set_xlabel(fig_text(lang, "名次（对数轴）", "rank (log scale)"), fontsize=FONT_PT)
     ax_cum.set_ylabel(fig_text(lang, "累计概率", "cumulative"), fontsize=FONT_PT)
-    ax_cum.set_title(fig_text(lang, "top-k 之后的累计概率", "cumulative mass after top-k"), fontsize=FONT_PT + 1)
+    ax_cum.set_title(fig_text(lang, *cumulative_title(plan)), fontsize=FONT_PT + 1, pad=26)
     ax_cum.tick_params(labelsize=FONT_PT)
     ax_cum.legend(handles=[h for h in ax_cum.get_lines() if h.get_visible() and not h.get_label().startswith("_")],
-                  fontsize=FONT_PT, loc="lower right")
+                  fontsize=FONT_PT, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False,
+                  borderaxespad=0.2, handlelength=1.5, columnspacing=1.2)                 # above the curve, never on it
     fig._p08_state = plan
     fig._p08_artists = {"windows": lines, "top_p": line}
 

@@ -17,4 +17,4 @@ from course.notebook.panel_window import build_window_panel, window_plan, window
 from course.notebook.plotting import (BEFORE_COLOR, KEPT_COLOR, REMOVED_COLOR, cjk_font, fig_text,  # noqa: F401
                                       figsize, missing_glyphs, new_figure, render_png, rounded)
 from course.notebook.radix_demo import bucket_select, draw_buckets, top_p_buckets  # noqa: F401
-from course.notebook.text import columns, in_language, pad, wrap  # noqa: F401
+from course.notebook.text import columns, in_language, pad, pad_all, wrap  # noqa: F401

@@ -52,6 +52,9 @@ def test_crossover_figure_marks_each_vocabularys_crossing_and_draws_noise_hollow
     assert [(line.get_xdata()[0], line.get_ydata()[0]) for line in hollow] == [(16, pytest.approx(40))]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(("B ≈ 4.0" in t) for t in legend) and len(legend) == 2
+    assert "1" in ax.get_ylabel() and len(ax.texts) == 0    # what 1 means: in the y label, not over a curve
+    fig.canvas.draw()
+    assert ax.get_legend().get_window_extent().y1 <= ax.get_window_extent().y0 + 1       # below the axes
     assert cw.missing_glyphs(fig) == []
     assert fig.get_size_inches()[0] * fig.dpi <= 800                                   # readable at 1024 px
 
@@ -84,10 +87,11 @@ def test_html_table_marks_noise_and_shows_yours_after_the_fast_path():
     noisy = table_result("busy", ms, dict({m: 1.0 for m in ms}, fast=5.0))
     table = cw.results_html([table_result("seed 004", ms), noisy], "en")
     heads = [re.sub(r"<[^>]+>", "", h) for h in re.findall(r"<th\b[^>]*>(.*?)</th>", table)]
-    assert heads[-3:] == ["fast path", "yours (mine/)", "floor max(-1)"]
-    assert "~ busy" in table and "color:#999" in table and "~ grey = noise" in table
+    assert heads[-3:] == ["fast path", "yours (mine/)", "floor amax(-1)"]
+    assert "~ busy" in table and "color:#999" in table and "~ grey: noise" in table
     assert cw.losing_cases([noisy]) == []                                   # noise is not explained as design
-    assert "all noise" in cw.explain_losses([noisy], "en") and "噪声" in cw.explain_losses([noisy], "zh")
+    assert "No case's figures are speeds" in cw.explain_losses([noisy], "en")
+    assert "没有一个场景的数字是速度" in cw.explain_losses([noisy], "zh")
 
 
 def test_learner_impl_waits_for_mine_and_times_a_file_that_runs(tmp_path):
@@ -122,6 +126,10 @@ def test_small_case_line_counts_the_ops_of_the_smallest_case():
     assert line.startswith("The loop wins small cases: at B = 1, V = 1024 the fast path issues ")
     fast_ops, loop_ops = (int(n) for n in re.search(r"issues (\d+) torch ops .* the loop's (\d+);", line).groups())
     assert fast_ops > loop_ops > 0
+    lost = bf.small_case_line([grid_result(1, 1024, 0.5, 0.3), grid_result(64, 4096, 20, 1)], "en")
+    noise = bf.small_case_line([grid_result(1, 1024, 0.1, 0.3, spread=3.0), grid_result(64, 4096, 20, 1)], "en")
+    assert "wins" not in lost and lost.endswith("the loop was not faster for it this run.")    # never a false claim
+    assert "wins" not in noise and noise.endswith("this run's figures for that case are noise.")
 
 
 # the batch-invariance experiment in miniature ------------------------------------------------------------------

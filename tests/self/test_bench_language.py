@@ -131,3 +131,52 @@ def test_wrap_keeps_a_word_longer_than_the_page_whole_when_asked():
     assert text.wrap(line, 40, indent="", break_long=False).split("\n") == \
         ["不计时你的文件：", f"{path}：", "没有 FastSampler 类"]
     assert all(text.columns(part) <= 40 for part in text.wrap(line, 40, indent="").split("\n"))     # the default
+
+
+# the notes under the benchmark: full sentences, one paragraph per finding, in both languages ------------------
+def is_full_sentences(paragraph, lang) -> bool:
+    """Begins as a sentence does (not with a lowercase word) and ends with a full stop of its language."""
+    return bool(paragraph) and not paragraph[0].islower() and paragraph.endswith("。" if lang == "zh" else ".")
+
+
+LOSSES = [result("V sweep", 64, 4096, "peaked", {"reference": 12.0, "full_sort": 13.0, "blog": 0.6, "fast": 1.2,
+                                                 "floor": 0.15}),
+          result("heterogeneous", 8, 4096, "peaked", {"reference": 1.0, "full_sort": 3.0, "blog": 0.4, "fast": 1.5,
+                                                      "floor": 0.04}),
+          dict(result("top-p only p.9", 64, 50257, "flat", {"reference": 300.0, "full_sort": 30.0, "blog": 200.0,
+                                                            "fast": 40.0, "floor": 3.0}), mix="top_p_only"),
+          result("V sweep", 64, 151936, "peaked", {"reference": 2.0, "full_sort": 900.0, "blog": 9.0, "fast": 4.0,
+                                                   "floor": 1.0})]
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_findings_are_full_sentences_one_paragraph_per_sampler(lang):
+    """Each sampler that beat the fast path gets its own paragraph naming every case, with the design's reason where
+    it predicts the loss (the loop on a small batch, the full sort on a flat or top-p-only batch, the blog always)
+    and no invented reason where it does not (the loop on a large V)."""
+    paragraphs = cw.explain_losses(LOSSES, lang).split("\n\n")
+    assert len(paragraphs) == 4 and all(is_full_sentences(p, lang) for p in paragraphs), paragraphs
+    subjects = [pick(lang, "参考解的逐行循环", "The reference loop")] * 2 + [
+        pick(lang, "全词表排序", "The full sort"), pick(lang, "博客的写法（有 bug）", "The blog's code (buggy)")]
+    assert [p.startswith(s) for p, s in zip(paragraphs, subjects)] == [True] * 4, paragraphs
+    small, large, full_sort, blog = paragraphs
+    assert "V=4096" in small and "V=151936" not in small and pick(lang, "batch 和词表都小", "small batch") in small
+    assert "V=151936" in large and pick(lang, "没有预料到", "does not predict") in large
+    assert pick(lang, "窗口不 certain", "the window is not certain") in full_sort
+    assert pick(lang, "和", " and ") in blog and pick(lang, "它是错的", "because it is wrong") in blog
+    if lang == "en":
+        assert "; " not in blog.split(". ")[0]                          # cases listed in a sentence, not run together
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_note_under_the_benchmark_is_full_sentences(lang):
+    from course.bench import learner, machine
+    noisy = dict(LOSSES[0], spread={"reference": 3.0})
+    notes = [cw.explain_losses(LOSSES[:1], lang), cw.explain_losses([], lang), cw.explain_losses([noisy], lang),
+             cw.explain_losses([noisy, LOSSES[3]], lang),
+             machine.verdict(LOSSES, machine.Load(0.1, 1.0, 2), lang), machine.verdict([noisy], None, lang),
+             learner.printed_note([dict(LOSSES[0], printed=12)], lang),
+             bf.small_case_line([dict(LOSSES[1], B=1, V=1024)], lang)]
+    for note in notes:
+        for paragraph in note.split("\n\n"):
+            assert is_full_sentences(paragraph, lang), paragraph

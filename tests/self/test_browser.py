@@ -10,7 +10,11 @@ count test_notebooks.py makes on the executed notebooks). The mine/ toggle stays
 Saving leaves `git status` clean (the save hook, course/notebook/save_hook.py, enabled as notebook_setup does);
 a restarted kernel, then a reload, leave the panels on screen (the widget-state setting) each saying it is not
 live, until the notebook runs again; a real source edit then shows as modified. Each notebook run here is checked,
-as saved, like a headless run (tests/self/executed_notebook.py), and is not run headless as well.
+as saved, like a headless run (tests/self/executed_notebook.py), and is not run headless as well. With the file
+browser open (JupyterLab's default) no output box overflows sideways, Chinese and Latin labels of a printed column
+start at one x, and each benchmark cell of the fast notebooks gives one verdict on the machine; their benchmark cell
+runs again as it does once mine/ works (the column "yours", the widest table) and must still fit
+(tests/self/browser_page.py).
 Needs Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and `pip install playwright`; skipped, naming
 what is missing, otherwise. The notebooks run on copies in a temporary git repo: the course repo stays clean.
 Screenshots go to $COURSE_SCREENSHOTS when set.
@@ -32,6 +36,8 @@ import pytest
 from course.notebook import notebook_setup, prose
 from course.notebook.layout import TRACK_MIN_PX
 from course.problems import ROOT
+from tests.self.browser_page import (assert_columns_line_up, assert_file_browser_open, assert_one_verdict,
+                                     overflowing_outputs, time_a_working_mine)
 from tests.self.executed_notebook import assert_ran_cleanly
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -146,6 +152,7 @@ def open_notebook(browser, base, token, path, errors):
     page.set_default_timeout(60_000)
     page.goto(f"{base}/lab/tree/{path}?reset&token={token}", wait_until="domcontentloaded")
     wait_for_kernel(page)
+    assert_file_browser_open(page)
     return page
 
 
@@ -260,7 +267,7 @@ LAYOUT_JS = r"""() => {
 def assert_layout(page):
     """No output breaks inside a token, printed lines never wrap nor scroll sideways, no figure is resized, inline
     code is never split, table cells hold one line, slider tracks have one length (room to move) and their labels
-    are whole, a picker's options fit it."""
+    are whole, a picker's options fit it, and no output box overflows sideways."""
     layout = page.evaluate(LAYOUT_JS)
     assert not layout["breaking"], layout["breaking"]
     assert not layout["wrapped"], layout["wrapped"]
@@ -272,6 +279,7 @@ def assert_layout(page):
     assert layout["tracks"] and max(layout["tracks"]) - min(layout["tracks"]) <= 1, layout["tracks"]
     assert not layout["cut_labels"], layout["cut_labels"]
     assert not layout["shrunk"], layout["shrunk"]
+    assert not overflowing_outputs(page), overflowing_outputs(page)
     return layout
 
 
@@ -329,6 +337,26 @@ def shot_wide(page, name, element):
     page.wait_for_timeout(500)
 
 
+BENCH_HEADINGS = {"en": ("The benchmark", "Where the fast path starts to win"),
+                  "zh": ("基准测试", "快速路径从哪里开始赢")}
+
+
+def assert_benchmark_with_a_working_mine(page, lang):
+    """Each benchmark cell gives one verdict; then the benchmark cell runs again as it does once mine/ works: its
+    table gains the column 'yours', still fits the page, and its output still gives one verdict."""
+    table_cell, grid_cell = BENCH_HEADINGS[lang]
+    for heading in (table_cell, grid_cell):
+        assert_one_verdict(page, heading)
+    time_a_working_mine(page, ROOT)
+    table = page.locator("table:has(th)").filter(has_text="你的" if lang == "zh" else "yours (mine/)").first
+    table.scroll_into_view_if_needed()
+    fits = table.evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+    assert fits[0] <= fits[1], f"the benchmark table with yours is {fits[0]} px wide in {fits[1]} px"
+    assert_one_verdict(page, table_cell)
+    assert not overflowing_outputs(page), overflowing_outputs(page)
+    shot(page, f"p08_fast_{lang}_benchmark_mine", page.locator(".jp-Cell-outputArea").filter(has=table).first)
+
+
 @pytest.mark.runs_notebook("p08-zh")
 def test_sampler_notebook_in_chinese(lab, browser):
     base, token, work = lab
@@ -381,6 +409,9 @@ def test_sampler_notebook_in_chinese(lab, browser):
     assert_layout(page)
     page.locator(".jp-OutputArea-output pre:has-text('bf16:')").first.scroll_into_view_if_needed()
     shot(page, "p08_sampler_zh_printed")
+    assert_columns_line_up(page, "之前的质量", "[")                       # Chinese and Latin labels, one column
+    assert_columns_line_up(page, "删 mass_before", "[", lambda line: line.startswith("  "))
+    assert_columns_line_up(page, "期望概率", "[")
     assert not errors, errors
     # save: only outputs and widget state changed, so git status stays clean (the save hook)
     save(page)
@@ -467,6 +498,7 @@ def test_fast_path_notebook_in_english(lab, browser):
     assert '"output_type": "display_data"' in (work / "notebooks/en/p08_fast_path.ipynb").read_text(encoding="utf-8")
     assert status(work, "notebooks/en/p08_fast_path.ipynb") == "", git(work, "diff")
     assert_saved_ran_cleanly(work, "p08-fast-en", "notebooks/en/p08_fast_path.ipynb")
+    assert_benchmark_with_a_working_mine(page, "en")
     page.close()
 
 
@@ -502,4 +534,8 @@ def test_fast_path_notebook_in_chinese(lab, browser):
     save(page)
     assert status(work, "notebooks/p08_fast_path.ipynb") == "", git(work, "diff")
     assert_saved_ran_cleanly(work, "p08-fast-zh", "notebooks/p08_fast_path.ipynb")
+    labels = ("单独", "在同伴旁", "博客", "快速路径", "应为", "torch", "logits")         # the lines of a printed column
+    for needle, marker in (("在同伴旁", "路线"), ("应为", "保留"), ("应为", "概率"), ("torch.sort（全词表）", " ms")):
+        assert_columns_line_up(page, needle, marker, lambda line: line.startswith(labels))
+    assert_benchmark_with_a_working_mine(page, "zh")
     page.close()

@@ -160,7 +160,7 @@ def test_wrap_breaks_long_lines_by_display_width():
     wrapped = text.wrap(line, 40).split("\n")
     assert len(wrapped) > 1 and max(map(text.columns, wrapped)) <= 40
     assert "".join(w.strip() for w in wrapped).replace(" ", "") == line.replace(" ", "")
-    assert text.columns("参考解 ab") == 9 and text.pad("概率", 6) == "概率  "
+    assert text.columns("参考解 ab") == 9 and text.pad("概率", 6) == "概率\u3000"
     assert text.wrap("short") == "short" and text.in_language("en")("中", "en") == "en"
 
 

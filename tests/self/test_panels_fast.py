@@ -74,7 +74,7 @@ def test_window_panel_redraws_on_each_slider_and_names_the_outcome():
     assert w["image"].value != first and not fig._p08_state["certain"]
     assert [line.get_xdata()[0] for line in fig._p08_artists["windows"]] == [64.5]
     w["row"].value, w["top_k"].value = "bf16", 60
-    assert "column 59" in w["note"].value and "not certain" in w["note"].value
+    assert "column 60" in w["note"].value and "not certain" in w["note"].value      # counted from 1, as ranks are
     w["top_k"].value = 300
     assert "WINDOW_K = 256" in w["note"].value and fig._p08_artists["windows"] == []
     w["row"].value, w["top_k"].value, w["top_p"].value = "flat", -1, 1.0
@@ -164,6 +164,24 @@ def result(name, ms):
     return {"name": name, "B": 8, "V": 4096, "logits": "flat", "ms": ms, "ratio": {m: t / fast for m, t in ms.items()}}
 
 
+def test_a_floor_above_the_fast_path_is_never_shown_unmarked():
+    """One read of the logits cannot cost more than the fast path, which reads them too: such a case is noise, marked
+    in the HTML table and the text table, and the verdict says why."""
+    from course import bench
+    from course.bench import machine
+    over = dict(result("V sweep", {"reference": 9.0, "full_sort": 8.0, "blog": 5.0, "fast": 4.0, "floor": 7.4}),
+                spread={})
+    fine = dict(result("V sweep", {"reference": 9.0, "full_sort": 8.0, "blog": 5.0, "fast": 4.0, "floor": 1.0}),
+                spread={})
+    for r in (over, fine):
+        r.update(mix="seed004", B=64, V=151936, device="cpu")
+    rows = cw.results_html([over, fine], "en").split("<tbody>")[1].split("</tr>")
+    assert rows[0].startswith("<tr style='color:#999'>") and ">~ V sweep<" in rows[0] and ">V sweep<" in rows[1]
+    assert [line[0] for line in bench.format_table([over, fine]).splitlines()[2:]] == ["~", "V"]
+    assert "longer than the fast path" in machine.verdict([over, fine], None, "en")
+    assert "比快速路径还慢" in machine.verdict([over, fine], None, "zh")
+
+
 def test_benchmark_html_table_and_the_sentence_for_a_loss():
     results = [result("seed 004", {"reference": 9.0, "full_sort": 8.0, "blog": 0.5, "fast": 1.0, "floor": 0.1}),
                result("top-p only", {"reference": 3.0, "full_sort": 1.9, "blog": 2.5, "fast": 2.0, "floor": 0.1})]
@@ -172,10 +190,13 @@ def test_benchmark_html_table_and_the_sentence_for_a_loss():
     assert table.count("background") == 2                     # blog in case 1, full sort in case 2
     assert "9.00 <span style='color:#666'>×9</span>" in table and "0.50 <span style='color:#666'>×0.5</span>" in table
     cells = re.findall(r"<td style='([^']*)'>", table)
-    assert len(cells) == 2 * 8 and all("white-space:nowrap" in c for c in cells)   # one line per cell
+    assert len(cells) == 2 * 7 and all("white-space:nowrap" in c for c in cells)   # one line per cell
+    assert "Every case's logits are flat." in table             # one shape: said once, not a column
     assert "overflow-x:auto" in table                          # too narrow a page scrolls the table instead
     assert "median ms" in table
+    assert re.search(r"<td style='[^']*'>0\.10</td></tr>", table)    # the floor: its ms, no ratio to the fast path
     assert [(r["name"], m) for r, m in cw.losing_cases(results)] == [("seed 004", "blog"), ("top-p only", "full_sort")]
     text = cw.explain_losses(results, "en")
-    assert "blog (buggy) was faster in seed 004" in text and "full sort was faster in top-p only" in text
+    assert "The blog's code (buggy) was faster than the fast path in seed 004" in text
+    assert "The full sort was faster than the fast path in top-p only" in text
     assert "every case" in cw.explain_losses(results[:0], "en")
