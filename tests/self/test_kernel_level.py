@@ -94,3 +94,52 @@ def test_launches_are_recorded_with_their_grid_and_parameters():
     assert (launch.kernel, launch.grid, launch.params["BLOCK"]) == ("sample_kernel", (3,), solution.BLOCK)
     assert launch.signature["x_ptr"] == "*fp32" and launch.signature["BLOCK"] == "constexpr"
     assert launch.per_row() == ((), (("BLOCK", repr(solution.BLOCK)), ("PROBS", "False"), ("num_warps", "4")))
+
+
+def test_a_kernel_that_never_ends_is_stopped_at_its_line(tmp_path):
+    """A search whose loop never ends: the time limit stops the grade and names the kernel's line."""
+    from tests.self.helpers import check_sh
+    source = problems.get("p08-kernel").path("solution").read_text(encoding="utf-8")
+    assert source.index("for _ in range(32):") > source.index("def kth_largest")       # the first: kth_largest's
+    path = tmp_path / "endless.py"
+    path.write_text(source.replace("for _ in range(32):", "for _ in range(2**40):", 1), encoding="utf-8")
+    code, out, _ = check_sh("p08-kernel", "--impl", str(path), "--only", "K2", "--timeout", "6", "--lang", "en")
+    lines = path.read_text().splitlines()
+    first = next(n for n, text in enumerate(lines, 1) if text.startswith("def count_at_least"))
+    last = next(n for n, text in enumerate(lines, 1) if n > first and text.strip() == "return count")
+    assert code != 0 and "timed out" in out and "count_at_least()" in out, out
+    at = re.search(r"endless\.py:(\d+)\b", out)
+    assert at and first < int(at[1]) < last, out                                       # a line of its loop
+
+
+def test_the_hints_worked_rows_are_the_kernels_answers():
+    """Hint L1's examples and L3's trace, computed by the reference kernel's own steps."""
+    from course import kernel_oracle as oracle
+    from course import kernel_probes as probes
+    from course.loader import load_solution
+    kernel_interp.setup("cpu")
+    solution = load_solution(problems.get("p08-kernel"))
+    inf = float("inf")
+    row = torch.tensor([[0.5, 2.0, -1.0, 2.0, 1.5, -inf, 0.0, 2.0, 1.0, -3.0]])
+    z, col = probes.row_max(solution.row_max, row, [0.5], 4, "cpu")
+    assert (z.item(), col.item()) == (4.0, 1)                                           # example 1
+    kth = probes.kth(solution.kth_largest, row.expand(3, -1), [1.0] * 3, [2, 4, 10], 4, "cpu").tolist()
+    assert kth == [2.0, 1.5, -inf]                                                      # example 2
+    scale = oracle.scale_of(8)                                                          # example 3
+    cut = probes.cut(solution.top_p_cut, torch.zeros(1, 8), [1.0], [0.0], [4 * 2 ** 58], scale, 4, "cpu")
+    assert scale == 2.0 ** 58 and [v.item() for v in cut] == [0.0, 3, 4 * 2 ** 58]
+    drawn = probes.draw(solution.draw, torch.zeros(1, 8), [1.0], [0.0], [0.0], [3], [4 * 2 ** 58], [0.5], scale, 4,
+                        "cpu")
+    assert drawn.item() == 2
+    scale = oracle.scale_of(10)                                                         # L3's trace, top_k 4, top_p 0.9
+    kept = probes.mass(solution.mass_at_least, row, [1.0], [2.0], [1.5], scale, 4, "cpu").item()
+    quota = oracle.quota(0.9, kept)
+    assert round(kept / scale, 3) == 3.607 and round(quota / scale, 3) == 3.246
+    cut, last, kept = (v.item() for v in probes.cut(solution.top_p_cut, row, [1.0], [2.0], [quota], scale, 4, "cpu"))
+    assert (cut, last, round(kept / scale, 3)) == (1.5, 4, 3.607)
+    assert probes.draw(solution.draw, row, [1.0], [2.0], [cut], [last], [kept], [0.5], scale, 4, "cpu").item() == 3
+    for lang in ("en", "zh"):
+        from course import hints
+        l1, l3 = hints.read("p08-kernel", 1, lang), hints.read("p08-kernel", 3, lang)
+        assert "row_max -> (4.0, 1)" in l1 and "kth_largest(k=4) -> 1.5" in l1 and "(cut 0.0, last 3" in l1
+        assert "3.607" in l3 and "3.246" in l3 and "last = 4" in l3
