@@ -29,17 +29,24 @@ def one_block_max_unmasked(x_ptr, out_ptr, V, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def float_softmax(x_ptr, out_ptr, V, BLOCK: tl.constexpr):
-    """Softmax of each row, its total a float32 sum over blocks (the naive kernel of §1 and §3)."""
-    i = tl.program_id(0)
+def _max_and_float_total(row, V, BLOCK: tl.constexpr):
+    """(max, the float32 sum of exp(x - max)) of a row, block by block: the naive kernels' total."""
     top = tl.full((), float("-inf"), tl.float32)
     for start in range(0, V, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        top = tl.maximum(top, tl.max(tl.load(x_ptr + i * V + cols, mask=cols < V, other=float("-inf")), 0))
+        top = tl.maximum(top, tl.max(tl.load(row + cols, mask=cols < V, other=float("-inf")), 0))
     total = tl.full((), 0.0, tl.float32)
     for start in range(0, V, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        total += tl.sum(tl.exp(tl.load(x_ptr + i * V + cols, mask=cols < V, other=float("-inf")) - top), 0)
+        total += tl.sum(tl.exp(tl.load(row + cols, mask=cols < V, other=float("-inf")) - top), 0)
+    return top, total
+
+
+@triton.jit
+def float_softmax(x_ptr, out_ptr, V, BLOCK: tl.constexpr):
+    """Softmax of each row, its total a float32 sum over blocks (the naive kernel of §1)."""
+    i = tl.program_id(0)
+    top, total = _max_and_float_total(x_ptr + i * V, V, BLOCK)
     for start in range(0, V, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         e = tl.exp(tl.load(x_ptr + i * V + cols, mask=cols < V, other=float("-inf")) - top)
@@ -48,17 +55,9 @@ def float_softmax(x_ptr, out_ptr, V, BLOCK: tl.constexpr):
 
 @triton.jit
 def float_total(x_ptr, out_ptr, V, BLOCK: tl.constexpr):
-    """out[i] = the float32 sum of exp(x - max) over row i, block by block (float_softmax's denominator)."""
+    """out[i] = the float32 sum of exp(x - max) over row i, block by block (float_softmax's denominator, §3)."""
     i = tl.program_id(0)
-    top = tl.full((), float("-inf"), tl.float32)
-    for start in range(0, V, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        top = tl.maximum(top, tl.max(tl.load(x_ptr + i * V + cols, mask=cols < V, other=float("-inf")), 0))
-    total = tl.full((), 0.0, tl.float32)
-    for start in range(0, V, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        total += tl.sum(tl.exp(tl.load(x_ptr + i * V + cols, mask=cols < V, other=float("-inf")) - top), 0)
-    tl.store(out_ptr + i, total)
+    tl.store(out_ptr + i, _max_and_float_total(x_ptr + i * V, V, BLOCK)[1])
 
 
 def naive_block(batch: int) -> int:

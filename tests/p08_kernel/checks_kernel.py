@@ -17,7 +17,7 @@ from tests.p08_fast.batches import heterogeneous_batch, order_batch
 from course import kernel_oracle as expect
 from tests.p08_kernel.causes import row_cause
 from tests.p08_kernel.checks_steps import learners_block
-from tests.p08_kernel.checks_steps_mass import own_units
+from tests.p08_kernel.checks_steps_mass import row_plan
 
 INF = float("inf")
 
@@ -283,13 +283,8 @@ def g5_draws_follow_the_stream(ctx):
                 want = int(x.argmax())
             else:
                 top_k = p.top_k if 0 < p.top_k < len(x) else 0
-                z, (top, _) = expect.z_of(x, p.temperature), expect.row_max(x, p.temperature)
-                w = own_units(ctx, x, p.temperature, top, expect.scale_of(len(x)), learners_block(ctx, len(x)) or 1024)
-                low = expect.kth(x, p.temperature, top_k) if top_k else -INF
-                total = expect.mass_at_least(z, w, low)
-                cut, last, kept = (expect.top_p_cut(z, w, expect.quota(p.top_p, total)) if p.top_p < 1 else
-                                   (low, len(x) - 1, total))
-                want = expect.draw(z, w, cut, last, kept, stream_uniform(p.seed, step))
+                plan = row_plan(ctx, x, p.temperature, top_k, p.top_p, learners_block(ctx, len(x)) or 1024)
+                want = expect.draw(plan.z, plan.w, *plan.cut, stream_uniform(p.seed, step))
             if got[i] != want:
                 raise Fail(ctx.t(f"第 {step + 1} 次调用 KernelSampler.sample，第 {i} 行（{params_text(p)}）-> {got[i]}",
                                  f"call {step + 1} of KernelSampler.sample, row {i} ({params_text(p)}) -> {got[i]}"),

@@ -4,6 +4,7 @@ Everything counted in units is judged against the file's own `units` (read colum
 kernel), added as Python integers: an exp that differs from torch's in the last bit changes no verdict, while a sum
 that rounds, or moves with the block size, does."""
 import math
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -23,6 +24,27 @@ def own_units(ctx, x, t, top, scale, block):
         return ctx.probe("units", called, probes.units, x[None], [t], [top], scale, block)[0].tolist()
     except NotImplementedError:
         return expect.numpy_units(expect.z_of(x, t), top, scale)
+
+
+class RowPlan(NamedTuple):
+    """A row's numbers as the file's own units make them, and p08's kept set in those units."""
+    z: torch.Tensor          # [V] x / T, float32
+    w: list                  # the file's units of every column
+    top: float               # z_max
+    scale: float
+    quota: int | None        # ceil(top_p * the 100 %), None when top-p is off
+    cut: tuple               # (cut, last, kept): z > cut, and z == cut up to column last; kept in units
+
+
+def row_plan(ctx, x, t, top_k, top_p, block) -> RowPlan:
+    scale, (top, _) = expect.scale_of(len(x)), expect.row_max(x, t)
+    z, w = expect.z_of(x, t), own_units(ctx, x, t, top, scale, block)
+    low = expect.kth(x, t, top_k) if top_k else -INF
+    total = expect.mass_at_least(z, w, low)
+    if top_p >= 1:
+        return RowPlan(z, w, top, scale, None, (low, len(x) - 1, total))
+    q = expect.quota(top_p, total)
+    return RowPlan(z, w, top, scale, q, expect.top_p_cut(z, w, q))
 
 
 # ---- K3 units ----------------------------------------------------------------------------------------
@@ -130,21 +152,18 @@ def cut_cases(block):
 def k4_top_p_cut(ctx):
     for block in blocks(ctx, 1000):
         for label_en, label_zh, x, t, top_p, top_k in cut_cases(block):
-            vocab = len(x)
-            scale, (top, _) = expect.scale_of(vocab), expect.row_max(x, t)
-            z, w = expect.z_of(x, t), own_units(ctx, x, t, top, scale, block)
-            low = expect.kth(x, t, top_k) if top_k else -INF
-            q = expect.quota(top_p, expect.mass_at_least(z, w, low))
+            plan = row_plan(ctx, x, t, top_k, top_p, block)
+            q, want = plan.quota, plan.cut
             called = (f"called top_p_cut({row_text(x)} [{ctx.t(label_zh, label_en)}], T={t}, quota={q}, BLOCK={block})")
-            cut, last, kept = ctx.probe("top_p_cut", called, probes.cut, x[None], [t], [top], [q], scale, block)
+            cut, last, kept = ctx.probe("top_p_cut", called, probes.cut, x[None], [t], [plan.top], [q], plan.scale,
+                                        block)
             got = float(cut[0]), int(last[0]), int(kept[0])
-            want = expect.top_p_cut(z, w, q)
             if got == want:
                 continue
             raise Fail(f"{called} -> (cut {f32(got[0])}, last {got[1]}, kept {got[2]})",
                        ctx.t(f"期望 (cut {f32(want[0])}, last {want[1]}, kept {want[2]})",
                              f"expected (cut {f32(want[0])}, last {want[1]}, kept {want[2]})"),
-                       _cut_why(ctx, z, w, q, got, want), where="top_p_cut")
+                       _cut_why(ctx, plan.z, plan.w, q, got, want), where="top_p_cut")
 
 
 def _cut_why(ctx, z, w, q, got, want) -> str:
@@ -201,13 +220,8 @@ def draw_cases(block):
 def k5_draw(ctx):
     for block in blocks(ctx, 1000):
         for label_en, label_zh, x, t, top_p, us in draw_cases(block):
-            vocab = len(x)
-            scale, (top, _) = expect.scale_of(vocab), expect.row_max(x, t)
-            z, w = expect.z_of(x, t), own_units(ctx, x, t, top, scale, block)
-            if top_p < 1:
-                cut, last, kept = expect.top_p_cut(z, w, expect.quota(top_p, sum(w)))
-            else:
-                cut, last, kept = -INF, vocab - 1, sum(w)
+            plan = row_plan(ctx, x, t, 0, top_p, block)
+            z, w, top, scale, (cut, last, kept) = plan.z, plan.w, plan.top, plan.scale, plan.cut
             n = len(us)
             called = f"called draw({row_text(x)} [{ctx.t(label_zh, label_en)}], cut={f32(cut)}, last={last}, kept={kept}, u=..., BLOCK={block})"
             got = ctx.probe("draw", called, probes.draw, x[None].expand(n, -1), [t] * n, [top] * n, [cut] * n,
