@@ -57,7 +57,10 @@ def canonical_window(z, ids):
 
 # step 3: a row total whose rounding is the row's alone ------------------------------------------------
 def row_total(e):
-    """Step 3: e [n, V], weights in [0, 1] -> [n, 1] float32, each row's sum: the same bits alone or in a batch."""
+    """Step 3: e [n, V], weights in [0, 1] -> [n, 1] float32, each row's sum: the same bits alone or in a batch.
+
+    Precision: the exact sum to float32 precision (within 1e-6 of it, relative); how it rounds to float32 is free.
+    """
     # TODO(p08-fast.3): a sum whose result cannot depend on the order of its adds (a float sum's does).
     raise _todo(3, "row_total")
 
@@ -86,7 +89,8 @@ def filter_window(z, top_k, top_p, row_mass, complete):
 # step 5: the streams and the draw ---------------------------------------------------------------------
 def inverse_cdf(cs, total, u, e):
     """Step 5: the drawn column [n, 1]: the first column with mass whose prefix sum exceeds u * total, u [n, 1]
-    in [0, 1); where rounding leaves no such column, the last column with mass."""
+    float64 in [0, 1) and u * total computed in float64 (u's 53 bits); where rounding leaves no such column, the last
+    column with mass."""
     # TODO(p08-fast.5): never a column outside the kept set, whatever u is.
     raise _todo(5, "inverse_cdf")
 
@@ -95,8 +99,10 @@ class FastSampler:
     """Same contract as p08's Sampler; one vectorized pass per batch, bit-for-bit batch invariant."""
 
     def __init__(self):
-        # TODO(p08-fast.5): a stream is a key and a count of the numbers drawn so far: one per seeded request
-        #                   (keyed by its seed), one shared by every unseeded request (keyed by torch.initial_seed()).
+        # TODO(p08-fast.5): a stream is a key and a count of the numbers drawn so far. One stream per seeded request,
+        #                   whose key is its seed, kept until free() (a request that comes back with another seed keeps
+        #                   it); one shared by every unseeded request, keyed by torch.initial_seed() as it is at this
+        #                   sampler's first unseeded draw (a torch.manual_seed after __init__ counts).
         pass
 
     def _uniforms(self, req_ids, params):

@@ -67,7 +67,8 @@ def canonical_window(z, ids):
 
 # step 3: a row total whose rounding is the row's alone ------------------------------------------------
 def row_total(e):
-    """[n, V] weights in [0, 1] -> [n, 1] float32 sums, added in int64 fixed point: the same in any order and batch."""
+    """[n, V] weights in [0, 1] -> [n, 1] float32 sums, added in int64 fixed point: the same in any order and batch
+    (the int64 sum rounded to float32; rounded through float64 it would pass as well)."""
     scale = 2.0 ** (62 - e.shape[-1].bit_length())                               # V * scale < 2**62: no overflow
     units = torch.mul(e, scale).long()                                           # [n, V] whole units (truncated)
     return (units.sum(-1, keepdim=True) / scale).float()                         # [n, 1] (torch.sum of floats
@@ -102,7 +103,8 @@ def filter_window(z, top_k, top_p, row_mass, complete):
 
 # step 5: the streams and the draw ---------------------------------------------------------------------
 def inverse_cdf(cs, total, u, e):
-    """The first column whose prefix mass exceeds u * total and has mass; else the last with mass."""
+    """The first column whose prefix mass exceeds u * total (float64: u is float64) and has mass; else the last
+    with mass."""
     has_mass = e > 0                                                             # [n, W]
     first = first_true((cs > u * total) & has_mass)                              # [n, 1] W if rounding misses
     last = torch.where(has_mass, torch.arange(e.shape[1], device=e.device), -1).amax(-1, keepdim=True)  # [n, 1]
@@ -114,7 +116,7 @@ class FastSampler:
 
     def __init__(self):
         self._streams = {}       # req_id -> [seed, draws so far]: a seeded request's stream; free() drops it
-        self._shared = None      # [key, draws so far]: the unseeded requests' one stream
+        self._shared = None      # [key, draws so far]: the unseeded requests' one stream, keyed at its first draw
 
     def _uniforms(self, req_ids, params):
         """[B] floats: a seeded row's next number of its own stream, an unseeded row's of the shared stream;

@@ -160,3 +160,8 @@ class Ctx:
 
     def tensor(self, values, dtype=torch.float32):
         return torch.tensor(values, dtype=dtype, device=self.device)
+
+    def run(self, check) -> None:
+        """Run one check in this context (the worker calls this); a problem's context may wrap it, e.g. to ask
+        the learner's earlier steps first when a later check fails."""
+        check.fn(self)

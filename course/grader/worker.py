@@ -186,7 +186,7 @@ def _run(problem_name, impl, device, lang, ids, emit) -> None:
                 impl = load_module(impl_path)        # a fresh copy: no state carried over from other checks
                 state.restore(GRADE_SEED)            # and whatever its import changed in torch is undone
                 ctx = context(problem=problem, impl=impl, impl_path=str(impl_path), device=device, lang=lang)
-                check.fn(ctx)
+                ctx.run(check)
                 result["lines"] = list(ctx.notes)
             except BaseException as exc:  # noqa: BLE001
                 result = classify(exc, impl_path, lang)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import torch
 from matplotlib.ticker import MaxNLocator
 
-from course import fast_batch
+from course import fast_batch, oracle
 from course.floats import step_between
 from course.fast_batch import WINDOW_K, Routes
 from course.notebook.plotting import FONT_PT, KEPT_COLOR, REMOVED_COLOR, fig_text, new_figure
@@ -86,10 +86,63 @@ def tie_probe():
     return x
 
 
-def tie_widths(x, widths=(4, 8, 16, 33, 64)):
-    """Two widths a < b where torch.topk puts the tied ids of the first a columns in another order, or None."""
+def tie_widths(x, widths=(4, 8, 16, 33, 64), head=None):
+    """Two widths a < b where torch.topk puts the ids of the first `head` columns (default: a) in another order, or
+    None."""
     orders = {w: torch.topk(x, w).indices[0].tolist() for w in widths}
-    return next(((a, b) for a in widths for b in widths if a < b and orders[a] != orders[b][:a]), None)
+    return next(((a, b) for a in widths for b in widths
+                 if a < b and a >= (head or a) and orders[a][:head or a] != orders[b][:head or a]), None)
+
+
+def inside_tie_probe(vocab=100, tries=64):
+    """A row [1, V] whose top 8 values are 3 distinct ones and a run of 5 equal ones (3.0), inside every window of 8
+    columns or more, and two widths a < b where torch.topk orders those 8 columns differently on this machine:
+    (row, (a, b)), or (the last row tried, None) when this torch never does."""
+    for seed in range(tries):
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(1, vocab, generator=g).clamp(max=2.5)                         # [1, V] below 3
+        x[0, torch.randperm(vocab, generator=g)[:8]] = torch.tensor([5.0, 4.5, 4.0, 3.0, 3.0, 3.0, 3.0, 3.0])
+        if (widths := tie_widths(x, (8, 12, 16, 33, 64), head=8)) is not None:
+            return x, widths
+    return x, None
+
+
+# ---- step 4: a kept set that runs past the window ---------------------------------------------------------------
+def past_the_window():
+    """Two rows whose kept set runs past their window: (label (zh, en), row [V], params, window width). A tie at the
+    k-th value across the window's edge (top_k = 3, W = 4: two of the four tied values are outside), and a nucleus
+    longer than WINDOW (top-p only, a flat row of V = 1000)."""
+    tie = torch.randn(300, generator=torch.Generator().manual_seed(41)) * 0.3 - 4.0
+    tie[[7, 90]] = torch.tensor([5.0, 4.0])
+    tie[[17, 80, 150, 230]] = 3.0                                                     # the 3rd value, four times
+    flat = torch.randn(1000, generator=torch.Generator().manual_seed(42)) * 0.3
+    return [(("第 k 大的值跨过窗口边缘并列（V = 300）", "a tie at the k-th value across the window's edge (V = 300)"), tie,
+             SamplingParams(top_k=3, seed=1), 4),
+            (("nucleus 比窗口长（V = 1000，平坦）", "a nucleus longer than the window (V = 1000, flat)"), flat,
+             SamplingParams(top_p=0.9, seed=2), fast_batch.WINDOW)]
+
+
+def kept_in_window(row, params, width) -> int:
+    """The naive answer: p08's rule applied to the row's `width` largest values only (ties in ascending id), with
+    top-p's 100 % the whole row's mass, as if the window were all there is. How many tokens it keeps."""
+    order = torch.sort(row.double(), descending=True, stable=True).indices[:width]   # [W] the window's ids
+    z = row.double() / params.temperature
+    before = 0.0
+    total = float(torch.exp(z - z.max()).sum()) if not 0 < params.top_k < len(row) else None
+    kth = float(z[order[params.top_k - 1]]) if 0 < params.top_k < len(row) else -INF
+    kept = [j for j in range(width) if float(z[order[j]]) >= kth]
+    if total is None:                                                                 # top-k on: its mass is 100 %
+        total = float(torch.exp(z[order[kept]] - z.max()).sum())
+    for n, j in enumerate(kept):
+        if n > 0 and before >= params.top_p * total:
+            return n
+        before += float(torch.exp(z[order[j]] - z.max()))
+    return len(kept)
+
+
+def kept_by_reference(row, params) -> int:
+    """How many tokens p08's rule keeps over the whole row (course.oracle)."""
+    return len(oracle.kept(oracle.probs_for(row.tolist(), params)))
 
 
 # ---- step 3: a total over the whole row ------------------------------------------------------------------
@@ -149,16 +202,17 @@ class StepsSampler:
 # ---- one picture per idea: how far the row moved, naive vs fixed ---------------------------------------------
 def draw_moves(labels, naive, fixed, lang, unit, title):
     """Two bars per probe item: |batch - alone| for the naive version and for the step as written (0: it did not
-    move). labels: item names, each a string or a (zh, en) pair; naive, fixed: numbers; unit, title: (zh, en) pairs.
-    Returns the Figure."""
+    move); fixed=None: the naive version's bars alone (the step is not written yet). labels: item names, each a
+    string or a (zh, en) pair; naive, fixed: numbers; unit, title: (zh, en) pairs. Returns the Figure."""
     labels = [fig_text(lang, *label) if isinstance(label, tuple) else label for label in labels]
     fig = new_figure(110 + 26 * len(labels))
     ax = fig.add_subplot()
     at = range(len(labels))
     ax.barh([i - 0.2 for i in at], naive, height=0.4, color=REMOVED_COLOR, label=fig_text(lang, "朴素写法", "naive"))
-    ax.barh([i + 0.2 for i in at], fixed, height=0.4, color=KEPT_COLOR,
-            label=fig_text(lang, "这一步的写法", "the step as written"))
-    for i, value in enumerate(fixed):
+    if fixed is not None:
+        ax.barh([i + 0.2 for i in at], fixed, height=0.4, color=KEPT_COLOR,
+                label=fig_text(lang, "你写的这一步", "your step as written"))
+    for i, value in enumerate(fixed or ()):
         if value == 0:
             ax.text(0, i + 0.2, " 0", va="center", fontsize=FONT_PT)
     ax.set_yticks(list(at), labels, fontsize=FONT_PT)
@@ -169,7 +223,7 @@ def draw_moves(labels, naive, fixed, lang, unit, title):
               borderaxespad=0.2)                                                # above the bars, never on them
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(labelsize=FONT_PT)
-    fig._p08_state = {"labels": list(labels), "naive": list(naive), "fixed": list(fixed)}
+    fig._p08_state = {"labels": list(labels), "naive": list(naive), "fixed": None if fixed is None else list(fixed)}
     return fig
 
 

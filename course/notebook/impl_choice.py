@@ -86,6 +86,10 @@ def impl_label(module, lang="zh") -> str:
 # ---- p08-fast: each step from mine/p08_sampler_fast.py once it runs, else from the reference -------------------
 FAST_STEPS = ("route", "window_topk", "canonical_window", "row_total", "filter_window", "inverse_cdf",
               "FastSampler._uniforms", "FastSampler")
+TODO_OF = {"route": 1, "window_topk": 2, "canonical_window": 2, "row_total": 3, "filter_window": 4, "inverse_cdf": 5,
+           "FastSampler._uniforms": 5, "FastSampler": 5}      # the stub's TODO(p08-fast.N) of each step
+SHOWN_AS = {"FastSampler._uniforms": ("FastSampler 的 __init__、_uniforms 和 free",
+                                      "FastSampler's __init__, _uniforms and free")}   # (zh, en): what is written
 STEP_FUNCTIONS = FAST_STEPS[:6]      # the functions the given batch code calls (course.fast_batch.Steps, in order)
 
 
@@ -140,11 +144,21 @@ class FastImpl:
     def __init__(self, use_reference=False, lang="zh", mine_path=None):
         problem = get("p08-fast")
         self.lang, self.reference = lang, load_module(problem.path("solution"), "reference_fast")
-        self.ref_path, path = problem.solution, repo_file(mine_path) if mine_path else problem.path("stub")
-        self.mine_path, self.mine, self.error = relpath(path), None, None
-        if not use_reference:
+        self.ref_path, self.path = problem.solution, repo_file(mine_path) if mine_path else problem.path("stub")
+        self.mine_path, self.use_reference = relpath(self.path), use_reference
+        self.load()
+        for name in ("WINDOW", "WINDOW_K", "CHUNK", "Routes", "Steps", "penalized_fp32", "upload", "windows",
+                     "cumulative", "prefix_sum", "first_true", "filtered_batch", "sample_batch"):
+            setattr(self, name, getattr(fast_batch, name))                   # given code: course/fast_batch.py
+        self.exact_rows, self.stream_uniform, self.stream_uniforms = exact_rows, stream_uniform, stream_uniforms
+
+    def load(self):
+        """(Re)read the learner's file and choose each step's source: a fix cell calls it (through ready()), so that
+        a step written since the notebook's first cells ran is seen when the cell runs again."""
+        self.mine, self.error = None, None
+        if not self.use_reference:
             try:
-                self.mine = load_module(path, "mine_fast")
+                self.mine = load_module(self.path, "mine_fast")
             except Exception as error:
                 self.error = f"{type(error).__name__}: {error}"
         probes = _fast_probes(self.mine) if self.mine is not None else {}
@@ -153,14 +167,15 @@ class FastImpl:
         for step in STEP_FUNCTIONS:
             setattr(self, step, getattr(self.source[step], step))
         self.FastSampler = self.source["FastSampler"].FastSampler
-        for name in ("WINDOW", "WINDOW_K", "CHUNK", "Routes", "Steps", "penalized_fp32", "upload", "windows",
-                     "cumulative", "prefix_sum", "first_true", "filtered_batch", "sample_batch"):
-            setattr(self, name, getattr(fast_batch, name))                   # given code: course/fast_batch.py
-        self.exact_rows, self.stream_uniform, self.stream_uniforms = exact_rows, stream_uniform, stream_uniforms
 
     def steps(self):
         """The Steps tuple (course.fast_batch.Steps) of the chosen functions: the learner's where they run."""
         return fast_batch.Steps(*(getattr(self, step) for step in STEP_FUNCTIONS))
+
+    def reference_steps(self):
+        """The reference's Steps tuple: what a naive cell runs beside the one step it makes naive (it shows a failure,
+        never the learner's answer or a half-written file's crash)."""
+        return fast_batch.Steps(*(getattr(self.reference, step) for step in STEP_FUNCTIONS))
 
     def sampler(self, step="FastSampler"):
         """A fresh instance of the FastSampler class whose `step` runs (mine's once it does)."""
@@ -168,6 +183,31 @@ class FastImpl:
 
     def yours(self, step) -> bool:
         return self.source[step] is self.mine
+
+    def ready(self, *steps) -> bool:
+        """May a fix cell run these steps? Yes when they are the learner's, or when the reference was chosen on purpose
+        (USE_REFERENCE = True). Otherwise it prints which function to write and returns False, so that a fix cell never
+        shows the reference's answer to a step the learner has not written."""
+        if self.use_reference:                                           # USE_REFERENCE = True: asked for
+            return True
+        self.load()                                                      # the file as it is now
+        todo = [s for s in steps if not self.yours(s)]
+        if not todo:
+            return True
+        if self.error is not None:
+            print(wrap(pick(self.lang, f"{self.mine_path} 无法导入（{self.error}）：先修好它再运行这一格"
+                                       f"（或在最上面设 USE_REFERENCE = True 看参考解）",
+                            f"{self.mine_path} cannot be imported ({self.error}): fix it, then run this cell again "
+                            f"(or set USE_REFERENCE = True at the top to see the reference)")))
+            return False
+        shown = [pick(self.lang, *SHOWN_AS[s]) if s in SHOWN_AS else s for s in todo]
+        todos = sorted({TODO_OF[s] for s in todo})
+        tags = ", ".join(f"TODO(p08-fast.{n})" for n in todos)
+        print(wrap(pick(self.lang, f"这一格运行你的代码：先在 {self.mine_path} 里写好 {'、'.join(shown)}（{tags}），再运行这一格"
+                                   f"（想先看参考解的结果：在最上面设 USE_REFERENCE = True）",
+                        f"this cell runs your code: write {' and '.join(shown)} ({tags}) in {self.mine_path}, then run "
+                        f"this cell again (to see the reference's answer instead, set USE_REFERENCE = True at the top)")))
+        return False
 
     @property
     def mine_steps(self) -> list:

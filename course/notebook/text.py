@@ -64,12 +64,12 @@ def wrap(text: str, width: int = LINE_COLUMNS, indent: str = "  ", break_long: b
     out = []
     for line in text.split("\n"):
         while columns(line) > width:
-            cut, used = 0, 0
+            cut, used, lead = 0, 0, len(line) - len(line.lstrip(" "))
             for i, ch in enumerate(line):
                 used += columns(ch)
                 if used > width:
                     break
-                if ch == " " or columns(ch) == 2:
+                if (ch == " " or columns(ch) == 2) and i >= lead:      # (a cut in the indent would loop forever)
                     cut = i + 1
             if not cut and not break_long:                       # the word's end: the first break after the limit
                 cut = next((j + 1 for j in range(i, len(line)) if line[j] == " " or columns(line[j]) == 2), len(line))

@@ -44,6 +44,18 @@ def drops_the_crossing_token(ctx, logits) -> bool:
     return True
 
 
+def mapped_by_gather(ctx, logits, cases) -> bool:
+    """Does apply_top_p keep, on a row out of vocab order, for each (top_p, right set) of cases, exactly the tokens whose
+    own sorted position is below the kept count (the sorted decision read back with a gather, remove_sorted[order],
+    instead of scattered to the tokens it belongs to)? Each such set differs from the right one."""
+    order = torch.sort(logits.cpu(), descending=True, stable=True).indices.tolist()           # [V] sorted -> token
+    for top_p, keep in cases:
+        gathered = {j for j in range(len(order)) if order[j] < len(keep)}
+        if gathered == set(keep) or kept_ids(ctx.vector("apply_top_p", logits, top_p)) != gathered:
+            return False
+    return True
+
+
 def renormalised(out) -> list:
     return oracle.softmax([float(v) for v in out.tolist()])
 
@@ -124,9 +136,17 @@ def e2_top_p_keep_sets(ctx):
     # the same distribution in another vocab order: the decision must be mapped back through the sort order
     order = [2, 0, 3, 1]
     shuffled = ctx.tensor([LOG_PROBS[i] for i in order])           # token j holds PROBS[order[j]]
-    for top_p, keep in ((0.7, {1, 3}), (0.8, {0, 1, 3}), (0.3, {1})):
-        expect_filter(ctx, "apply_top_p", shuffled, f"top_p={top_p}", ctx.vector("apply_top_p", shuffled, top_p),
-                      keep, ("p08", 2, "s5"))
+    cases = ((0.7, {1, 3}), (0.8, {0, 1, 3}), (0.3, {1}))
+    for top_p, keep in cases:
+        out = ctx.vector("apply_top_p", shuffled, top_p)
+        why = ctx.t("在这一行（不按词表顺序排）上，top_p = 0.7、0.8、0.3 时你保留的正是把排序后的决定用 gather 读回来（remove_sorted[order]）"
+                    "得到的集合：排序后第 i 个位置的决定属于 token order[i]，要用 scatter 放回去（remove[order] = remove_sorted），"
+                    "那是 gather 的逆",
+                    "on this row (not in vocab order) at top_p 0.7, 0.8 and 0.3 you keep exactly what reading the sorted decision "
+                    "back with a gather (remove_sorted[order]) gives: the decision at sorted position i belongs to token "
+                    "order[i]; put it back with a scatter (remove[order] = remove_sorted), the inverse of that gather") \
+            if kept_ids(out) != keep and mapped_by_gather(ctx, shuffled, cases) else None
+        expect_filter(ctx, "apply_top_p", shuffled, f"top_p={top_p}", out, keep, ("p08", 2, "s5"), why)
     with_inf = ctx.tensor([float("-inf"), LOG_PROBS[1], float("-inf"), LOG_PROBS[0], LOG_PROBS[2]])
     expect_filter(ctx, "apply_top_p", with_inf, "top_p=0.6", ctx.vector("apply_top_p", with_inf, 0.6), {1, 3}, ("p08", 1, "q4"))
     dominant = ctx.tensor([0.0, -30.0, -30.0, -30.0])             # fp32 cumsum hits 1.0 after token 0

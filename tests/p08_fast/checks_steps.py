@@ -20,6 +20,7 @@ import torch
 from course import problems
 from course.grader.checks import Fail, _noting, check, describe, fmt_num
 from course.loader import load_solution
+from tests.p08_fast.step_causes import bits, few_chunks_line, flat_stride_line, id_key_line  # noqa: F401 (bits: T3's, T4's)
 
 INF = float("inf")
 
@@ -70,22 +71,20 @@ def _takes_the_steps_arguments(fn, name) -> bool:
 
 
 def rows_text(t, limit=6) -> str:
-    """[[1, 0.5], [2, 1]] for a small 2-D tensor (at most `limit` entries per row, 3 rows)."""
+    """[[1, 0.5], [2, 1]] for a small 2-D tensor (at most `limit` entries per row, 3 rows); a row whose different values
+    would print alike at 4 digits is printed with 9."""
     rows = t.detach().cpu().tolist() if isinstance(t, torch.Tensor) else t
     out = []
     for row in rows[:3]:
-        shown = ", ".join(fmt_num(v) if isinstance(v, float) else str(v) for v in row[:limit])
+        floats = [v for v in row[:limit] if isinstance(v, float)]
+        fmt = fmt_num if len({fmt_num(v) for v in floats}) == len(set(floats)) else bits   # two values, two prints
+        shown = ", ".join(fmt(v) if isinstance(v, float) else str(v) for v in row[:limit])
         out.append(f"[{shown}{', ...' if len(row) > limit else ''}]")
     return "[" + ", ".join(out) + (", ..." if len(rows) > 3 else "") + "]"
 
 
 def shape_text(t) -> str:
     return f"[{', '.join(map(str, t.shape))}]"
-
-
-def bits(x: float) -> str:
-    """A float32 shown with enough digits that two different floats never print the same."""
-    return f"{x:.9g}"
 
 
 def call(ctx, name, shown, *args):
@@ -122,6 +121,7 @@ def _window_inputs(device):
     cases.append(("x", rand, (1, 4, 40, 1000)))
     tail = torch.randn(2, 64 * 40 + 17, generator=g)                  # 40 whole chunks of 64 and a tail of 17
     tail[0, -3], tail[0, -10], tail[1, 5] = 9.0, 8.0, 7.0             # row 0's two largest in the tail
+    tail[0, -1], tail[1, 64 * 40] = 9.5, 7.5                          # the tail's last logit, the tail's first
     cases.append(("x", tail, (1, 5, 10)))
     ties = torch.randint(0, 5, (3, 8192), generator=g).float()       # few distinct values: ties everywhere
     ties[1, 4000:] = -INF
@@ -138,7 +138,13 @@ def t3_window_topk(ctx):
         n, vocab = x.shape
         for width in widths:
             shown = f"x {shape_text(x)}, width={width}" if vocab > 8 else f"{rows_text(x)}, {width}"
-            got = call(ctx, "window_topk", shown, x, width)
+            try:
+                got = call(ctx, "window_topk", shown, x, width)
+            except Exception as exc:
+                if (why := few_chunks_line(ctx, vocab, width)) is None:
+                    raise
+                raise Fail(f"called window_topk({shown}) " + ctx.t("抛出", "raised") + f" {type(exc).__name__}: "
+                           f"{str(exc).strip()[:120]}", why, where="window_topk") from exc
             if not (isinstance(got, tuple) and len(got) == 2):
                 raise Fail(f"called window_topk({shown}) -> {describe(got)}",
                            ctx.t("期望：(values [n, W], ids [n, W]) 两个张量", "expected a pair (values [n, W], ids [n, W])"),
@@ -152,9 +158,13 @@ def t3_window_topk(ctx):
                     lost = [int(i) for i in torch.topk(x[r], width).indices.tolist() if float(x[r, i]) not in vals[r].tolist()]
                     why = []
                     if lost and lost[0] >= (vocab // 64) * 64 and vocab % 64:
-                        why.append(ctx.t(f"漏掉的值在 id {lost[0]}：最后 {vocab % 64} 个 logit 凑不满一个 chunk，也要读",
+                        why.append(ctx.t(f"漏掉的值在 id {lost[0]}：最后 {vocab % 64} 个 logit 凑不满一个 chunk，也要读"
+                                         + ("（这是最后一个 logit：尾部少读了一个）" if lost[0] == vocab - 1 else ""),
                                          f"the missed value sits at id {lost[0]}, in the last {vocab % 64} logits that do "
-                                         f"not fill a chunk: read them too"))
+                                         f"not fill a chunk: read them too" + (" (it is the very last logit: the tail is "
+                                                                               "read one short)" if lost[0] == vocab - 1 else "")))
+                    elif (stride := flat_stride_line(ctx, x, width, r)) is not None:
+                        why.append(stride)
                     raise Fail(ctx.t(f"called window_topk({shown}) -> 第 {r} 行的值 {rows_text(vals[r:r + 1])}，期望 "
                                      f"{rows_text(expected[r:r + 1])}（torch.topk 的），第一个不同在第 {col} 列",
                                      f"called window_topk({shown}) -> row {r} values {rows_text(vals[r:r + 1])}, expected "
@@ -172,10 +182,15 @@ def t3_window_topk(ctx):
                 pointed = x[r].cpu()[ids_cpu[r]]
                 if not torch.equal(pointed, expected[r].cpu()):
                     col = int((pointed != expected[r].cpu()).nonzero()[0])
+                    near = [i for i in (row_ids[col] - 1, row_ids[col] + 1) if 0 <= i < vocab and x[r, i] == vals[r, col]]
                     raise Fail(ctx.t(f"called window_topk({shown}) -> 第 {r} 行第 {col} 列：值 {fmt_num(vals[r, col])}，"
                                      f"id {row_ids[col]}，但 x[{r}, {row_ids[col]}] = {fmt_num(x[r, row_ids[col]])}",
                                      f"called window_topk({shown}) -> row {r} column {col}: value {fmt_num(vals[r, col])}, "
                                      f"id {row_ids[col]}, but x[{r}, {row_ids[col]}] = {fmt_num(x[r, row_ids[col]])}"),
+                               *[ctx.t(f"这个值在 id {near[0]}：id 差了 1（{'尾部' if near[0] >= vocab // 64 * 64 else ''}位置换回 token id 时）",
+                                       f"the value sits at id {near[0]}: the id is off by one (mapping "
+                                       f"{'a tail ' if near[0] >= vocab // 64 * 64 else 'a '}position back to its token id)")
+                                 for _ in near[:1]],
                                ctx.t("每个 id 都要指回它那一列的值：x.gather(1, ids) == values",
                                      "each id must point at its column's value: x.gather(1, ids) == values"),
                                where="window_topk")
@@ -225,6 +240,8 @@ def t3_canonical_window(ctx):
         cases.append(torch.topk(ties, width, dim=-1))
     none = torch.randn(2, 50, generator=g)
     cases.append(torch.topk(none, 7, dim=-1))                        # no ties: returned as it is
+    hair = torch.tensor([[1.0, torch.nextafter(torch.tensor(1.0), torch.tensor(0.0)).item(), 1e-30, 0.0]])
+    cases.append((hair, torch.tensor([[9, 2, 7, 3]])))                # different values a hair apart: no tie at all
     demo = _tie_demo()
     for z_in, ids_in in cases:
         z_in, ids_in = z_in.to(dev), ids_in.to(dev)
@@ -239,7 +256,16 @@ def t3_canonical_window(ctx):
         bad = _canonical_violation(z_in.cpu(), ids_in.cpu(), z, ids)
         if bad is None:
             continue
-        r, _ = bad
+        r, j = bad
+        if j != "permutation" and z[r, j] > z[r, j - 1]:                 # two different values out of order
+            raise Fail(ctx.t(f"called canonical_window({shown}) -> 第 {r} 行第 {j - 1}、{j} 列：值 {z[r, j - 1].item()!r}（id "
+                             f"{int(ids[r, j - 1])}）在 {z[r, j].item()!r}（id {int(ids[r, j])}）之前",
+                             f"called canonical_window({shown}) -> row {r} columns {j - 1}, {j}: value {z[r, j - 1].item()!r} "
+                             f"(id {int(ids[r, j - 1])}) before {z[r, j].item()!r} (id {int(ids[r, j])})"),
+                       *[w for w in [id_key_line(ctx, z[r, j].item(), z[r, j - 1].item())] if w],
+                       ctx.t("这两个值不相等：值要严格降序，只有相等的值才按 token id 升序",
+                             "these values are not equal: values go in descending order, and only equal values in ascending "
+                             "token id"), where="canonical_window")
         expected_z, order = torch.sort(z_in.cpu()[r][torch.argsort(ids_in.cpu()[r])], descending=True, stable=True)
         expected_ids = torch.sort(ids_in.cpu()[r]).values[order]
         col = int((ids[r] != expected_ids).nonzero()[0]) if bad[1] != "permutation" else "permutation"

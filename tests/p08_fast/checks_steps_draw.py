@@ -49,6 +49,14 @@ def t6_inverse_cdf(ctx):
     _check_columns(ctx, f32([[1.0, 1.0, 1.0]]), f32([[hair]]), torch.tensor([[0.9999999999]], dtype=torch.float64, device=dev),
                    f32([[1.0, 0.0, 0.0]]), t("舍入，且只有第 0 列有质量：取第 0 列，绝不取没有质量的列",
                                              "rounding, and only column 0 has mass: column 0, never a column without mass"))
+    # u keeps its 53 bits: u * total is computed in float64 (u rounded to float32 is 0.5 here, another column)
+    _check_columns(ctx, f32([[0.5, 1.0]]), f32([[1.0]]), torch.tensor([[0.5 - 2 ** -30]], dtype=torch.float64, device=dev),
+                   f32([[0.5, 0.5]]), t("u 比 0.5 小 2**-30：u * total 用 float64 算", "u is 2**-30 below 0.5: u * total in float64"))
+    # in float32, cs[3] - e[3] = 1.30000007 is above cs[2] = 1.29999995: u * total = 1.3 lies between them
+    gap = f32([[1.0, 0.1, 0.2, 0.4, 0.3]])
+    _check_columns(ctx, gap.cumsum(-1), f32([[2.0]]), torch.tensor([[0.65]], dtype=torch.float64, device=dev), gap,
+                   t("u * total = 1.3 落在 cs[2] = 1.29999995 与 cs[3] - e[3] = 1.30000007 之间（float32 舍入）",
+                     "u * total = 1.3 lies between cs[2] = 1.29999995 and cs[3] - e[3] = 1.30000007 (float32 rounding)"))
 
 
 def _check_columns(ctx, cs, total, u, e, label):
@@ -64,41 +72,119 @@ def _check_columns(ctx, cs, total, u, e, label):
     for r in range(n):
         want = expected_column(cs[r].cpu().tolist(), total[r, 0].item(), u[r, 0].item(), e[r].cpu().tolist())
         if columns[r] != want:
-            why = ctx.t("阈值 = u * total；选第一个 cs > 阈值（严格大于）且 e > 0 的列；一个都没有就取最后一个有质量的列",
-                        "threshold = u * total; the first column with cs > threshold (strictly) and e > 0; none: the last column with mass")
+            why = ctx.t("阈值 = u * total（float64）；选第一个 cs > 阈值（严格大于）且 e > 0 的列；一个都没有就取最后一个有质量的列",
+                        "threshold = u * total (in float64); the first column with cs > threshold (strictly) and e > 0; none: "
+                        "the last column with mass")
+            cause = _draw_cause(ctx, cs[r:r + 1], total[r:r + 1], u[r:r + 1], e[r:r + 1], columns[r])
             u_r, threshold = u[r, 0].item(), u[r, 0].item() * total[r, 0].item()
             raise Fail(ctx.t(f"called inverse_cdf({shown}) -> 第 {r} 行：第 {columns[r]} 列，期望 {want} "
                              f"（u = {u_r:.10g}，阈值 {threshold:.10g}；{label}）",
                              f"called inverse_cdf({shown}) -> row {r}: column {columns[r]}, expected {want} "
-                             f"(u = {u_r:.10g}, threshold {threshold:.10g}; {label})"), why,
+                             f"(u = {u_r:.10g}, threshold {threshold:.10g}; {label})"), *[c for c in [cause] if c], why,
                        where="inverse_cdf")
 
 
+def _draw_cause(ctx, cs, total, u, e, got):
+    """One row inverse_cdf got wrong: a line naming the cause when the file's column is what one known mistake gives
+    (u rounded to float32, u scaled by the window's last prefix sum) or when its own inverse_cdf, re-run with e made
+    the exact float differences of cs, answers right (its column depends on cs - e); else None."""
+    cs_, e_ = cs[0].cpu().tolist(), e[0].cpu().tolist()
+    u_, total_ = u[0, 0].item(), total[0, 0].item()
+    want = expected_column(cs_, total_, u_, e_)
+    u32 = float(torch.tensor(u_, dtype=torch.float32))
+    if u32 != u_ and got == expected_column(cs_, total_, u32, e_):
+        return ctx.t(f"你的列正是 u 舍入成 float32（{u32!r}）时的答案：u 是 53 位的 float64，u * total 要在 float64 里算"
+                     f"（float32 的 u 到不了 2**-24 以下的尾部，还会把相邻的 u 并成一个）",
+                     f"your column is the answer for u rounded to float32 ({u32!r}): u is a 53-bit float64 and u * total "
+                     f"is computed in float64 (a float32 u cannot reach the tail below 2**-24 and merges neighbouring u)")
+    if cs_[-1] != total_ and got == expected_column(cs_, cs_[-1], u_, e_):
+        return ctx.t(f"你的列正是阈值取 u * cs[:, -1]（窗口最后一列的前缀和 {cs_[-1]:.9g}）时的答案：要乘这一行保留的质量 total "
+                     f"（{total_:.9g}），cs 的最后一列还含着被删掉的列",
+                     f"your column is the answer for a threshold u * cs[:, -1] (the window's last prefix sum, {cs_[-1]:.9g}): "
+                     f"scale u by the row's kept mass total ({total_:.9g}); cs's last column still holds the dropped columns")
+    gaps = [j for j in range(1, len(cs_)) if e_[j] > 0 and float(torch.tensor(cs_[j]) - torch.tensor(e_[j])) > cs_[j - 1]]
+    if not gaps:
+        return None
+    exact = torch.cat([cs[:, :1], cs[:, 1:] - cs[:, :-1]], 1)                 # [1, W] e that cs - e undoes exactly
+    exact = torch.where(e > 0, exact, torch.zeros_like(exact))
+    try:
+        again = int(ctx.fn("inverse_cdf")(cs, total, u, exact)[0, 0])
+    except Exception:  # noqa: BLE001 - it cannot say
+        return None
+    if again != want:
+        return None
+    j = gaps[0]
+    low = float(torch.tensor(cs_[j]) - torch.tensor(e_[j]))
+    return ctx.t(f"换成 e = cs 的逐列差（cs - e 恰好是上一列的 cs）再调用你的 inverse_cdf，就得到第 {want} 列：你的列取决于 cs - e。"
+                 f"在 float32 里 cs[{j}] - e[{j}] = {low:.9g}，不等于 cs[{j - 1}] = {cs_[j - 1]:.9g}；落在两者之间的 u * total 不在任何一个 "
+                 f"[cs - e, cs) 区间里，就掉到了最后一个有质量的列（词表尾部的 token）。只用 cs 判断：第一个 cs > u * total 的列",
+                 f"called again with e made the exact differences of cs (so that cs - e is the previous column's cs), your "
+                 f"inverse_cdf gives column {want}: your column depends on cs - e. In float32 cs[{j}] - e[{j}] = {low:.9g} is "
+                 f"not cs[{j - 1}] = {cs_[j - 1]:.9g}; a u * total between them lies in no interval [cs - e, cs) and falls "
+                 f"through to the last column with mass (a token from the far tail). Decide by cs alone: the first column "
+                 f"whose cs exceeds u * total")
+
+
 # ---- T5 the streams ------------------------------------------------------------------------------------
-def _which_number(ctx, got, want):
-    """A line naming what the learner's number is, when it is one the grader can name: the expected number rounded
-    to float32, or another (seed, count) of the given stream (the seeds of T5's requests, the shared key, 0)."""
+BUILT_KEY, SHARED_KEY, LATER_KEY = 2718, 4321, 8765   # torch's seed when the sampler is made, at its first unseeded
+                                                      # draw, and at a later one
+
+
+def _which_number(ctx, got, want, per_seed):
+    """A line naming what the learner's number is, when it is one the grader can name: the expected number rounded to
+    float32, the stream of the request's seed at the count a stream shared by every request of that seed would be at
+    (per_seed), a stream keyed by torch's seed at another moment, the seed a returning request came back with, or
+    another (key, count) of the given stream. None otherwise."""
     if want[2] is None:
         return None
-    seed, n = want[2]
+    key, n = want[2]
     if got == float(torch.tensor(want[0], dtype=torch.float32)):
         return ctx.t("这是对的那个数，但被舍入成了 float32：保留流给的 float64（53 位；float32 的均匀数到不了 2**-24 以下的尾部）",
                      "it is the right number rounded to float32: keep the stream's float64 (53 bits; a float32 uniform "
                      "cannot reach the tail below 2**-24)")
-    key = torch.initial_seed()
-    found = next(((k, m) for k in dict.fromkeys((seed, 7, 8, 9, key, 0)) for m in range(8) if stream_uniform(k, m) == got), None)
+    if per_seed is not None and per_seed != n and got == stream_uniform(key, per_seed):
+        return ctx.t(f"它是 stream_uniform({key}, {per_seed})：seed 为 {key} 的所有请求共用了一条流（按 seed 存）。"
+                     f"每个请求（req_id）一条自己的流，流的 key 是它的 seed：两个 seed 相同的请求各自从 0 数起",
+                     f"it is stream_uniform({key}, {per_seed}): every request with seed {key} shares one stream (streams "
+                     f"stored per seed). Each request (req_id) has a stream of its own, whose key is its seed: two requests "
+                     f"with the same seed each count from 0")
+    known = dict.fromkeys((key, 7, 8, 9, 11, SHARED_KEY, BUILT_KEY, LATER_KEY, 0))
+    found = next(((k, m) for k in known for m in range(8) if stream_uniform(k, m) == got), None)
     if found is None:
         return None
     k, m = found
-    if k == seed:
+    if len(want) > 3 and m > 0:
+        freed = want[3]
+        return ctx.t(f"它是 stream_uniform({k}, {m})：free({freed!r}) 没有丢掉这个请求的流，计数接着数了。free 按调用方给的 id 原样删"
+                     f"（整数 id 也一样，别转换它）",
+                     f"it is stream_uniform({k}, {m}): free({freed!r}) did not drop this request's stream, its count went on. "
+                     f"free drops the stream under the id exactly as the caller gives it (an int id too: no conversion)")
+    if k == key:
         return ctx.t(f"它是 stream_uniform({k}, {m})：流对了，计数错了（应为 {n}）",
                      f"it is stream_uniform({k}, {m}): the right stream at the wrong count (expected {n})")
-    if seed == key and k == 0:
+    if key == SHARED_KEY and k == BUILT_KEY:
+        return ctx.t(f"它是 key 为 {BUILT_KEY} 的流，即建 sampler 时 torch.initial_seed() 的值；之后 torch.manual_seed({SHARED_KEY}) 才是"
+                     f"第一次无 seed 抽取时的种子：共用流的 key 在第一次无 seed 的抽取时读 torch.initial_seed()，不在 __init__ 里读",
+                     f"it is the stream keyed by {BUILT_KEY}, torch.initial_seed() when the sampler was made; "
+                     f"torch.manual_seed({SHARED_KEY}) came after, before the first unseeded draw: the shared stream reads "
+                     f"torch.initial_seed() at the sampler's first unseeded draw, not in __init__")
+    if key == SHARED_KEY and k == LATER_KEY:
+        return ctx.t(f"它是 key 为 {LATER_KEY} 的流：第一次无 seed 的抽取之后又调用了 torch.manual_seed({LATER_KEY})，你的共用流换了 key。"
+                     f"共用流的 key 在第一次无 seed 的抽取时定下，之后不再变（像参考解的共享 generator）",
+                     f"it is the stream keyed by {LATER_KEY}: torch.manual_seed({LATER_KEY}) came after the first unseeded "
+                     f"draw and your shared stream took the new key. The shared stream's key is fixed at the sampler's "
+                     f"first unseeded draw and kept (as the reference's shared generator is)")
+    if key == SHARED_KEY and k == 0:
         return ctx.t("它是 key 为 0 的流：无 seed 的行共用的流要用 torch.initial_seed() 作 key，不是常数",
                      "it is the stream keyed by 0: the unseeded rows' shared stream is keyed by torch.initial_seed(), "
                      "not a constant")
-    return ctx.t(f"它是 stream_uniform({k}, {m})：另一条流的数，不是这一行自己的（key {seed}）",
-                 f"it is stream_uniform({k}, {m}): another stream's number, not this row's own (key {seed})")
+    if key == 7 and k == 11:
+        return ctx.t("它是 seed 11 的流：请求 'a' 没有 free 就带着 seed 11 回来了。一个请求的流一直用到 free() 为止（key 7，计数接着数）；"
+                     "新的 seed 在 free 之后才生效",
+                     "it is seed 11's stream: request 'a' came back with seed 11 without a free(). A request keeps its "
+                     "stream until free() (key 7, the count goes on); a new seed takes effect only after free")
+    return ctx.t(f"它是 stream_uniform({k}, {m})：另一条流的数，不是这一行自己的（key {key}）",
+                 f"it is stream_uniform({k}, {m}): another stream's number, not this row's own (key {key})")
 
 
 @check("T5.streams", "_uniforms 与 free（第 5 步）：每个请求自己的计数流，greedy 不抽，free 重来，无 seed 的共用一条",
@@ -106,9 +192,17 @@ def _which_number(ctx, got, want):
        "unseeded rows share one", hint=("p08-fast", 2, "s5"))
 @step("FastSampler._uniforms")
 def t6_streams(ctx):
-    sampler = _noting(f"called {ctx.sampler_name}()", ctx.fn(ctx.sampler_name))
+    with torch.random.fork_rng(devices=[]):                                  # torch's seed is put back after
+        torch.manual_seed(BUILT_KEY)
+        sampler = _noting(f"called {ctx.sampler_name}()", ctx.fn(ctx.sampler_name))
+        torch.manual_seed(SHARED_KEY)                                        # after the sampler is made
+        _streams_steps(ctx, sampler)
+
+
+def _streams_steps(ctx, sampler):
     p = ctx.params
-    seven, eight, greedy, unseeded, hot = p(seed=7), p(seed=8), p(temperature=0.0, seed=9), p(), p(seed=9)
+    seven, eight, greedy, unseeded, hot, eleven = p(seed=7), p(seed=8), p(temperature=0.0, seed=9), p(), p(seed=9), p(seed=11)
+    drawn = {}                                                               # seed -> draws of every request with it
 
     def draw(req_ids, params, expected, label):
         shown = f"_uniforms({req_ids}, [{', '.join(params_text(q) for q in params)}])"
@@ -118,27 +212,45 @@ def t6_streams(ctx):
             raise Fail(f"called {shown} -> {describe(got)}",
                        ctx.t(f"期望 {len(req_ids)} 个浮点数（每行一个）", f"expected {len(req_ids)} floats, one per row"),
                        where="FastSampler._uniforms")
+        per_seed = []
+        for q in params:
+            if q.seed is not None and q.temperature >= 1e-5:
+                per_seed.append(drawn.get(q.seed, 0))
+                drawn[q.seed] = drawn.get(q.seed, 0) + 1
+            else:
+                per_seed.append(None)
         for r, (v, want) in enumerate(zip(values, expected)):
             if float(v) != want[0]:
                 raise Fail(ctx.t(f"called {shown} -> 第 {r} 行：{float(v)!r}，期望 {want[0]!r} = {want[1]}（{label}）",
                                  f"called {shown} -> row {r}: {float(v)!r}, expected {want[0]!r} = {want[1]} ({label})"),
-                           *[w for w in [_which_number(ctx, float(v), want)] if w],
-                           ctx.t("一个带 seed 的请求：第 n 次抽取 = stream_uniform(seed, n)，n 从 0 数起、跨 step 累加、free 后归零；"
-                                 "无 seed 的行共用一条流（key = torch.initial_seed()）；greedy 行不抽（0.0），也不计数",
-                                 "a seeded request's n-th draw = stream_uniform(seed, n), n counted from 0, across steps, "
-                                 "back to 0 after free; unseeded rows share one stream (key torch.initial_seed()); greedy rows "
-                                 "draw nothing (0.0) and count nothing"), where="FastSampler._uniforms")
+                           *[w for w in [_which_number(ctx, float(v), want, per_seed[r])] if w],
+                           ctx.t("每个请求（req_id）一条自己的流，key 是它的 seed，用到 free() 为止：第 n 次抽取 = stream_uniform(seed, n)，"
+                                 "n 从 0 数起、跨 step 累加、free 后归零；无 seed 的行共用一条流，key 是第一次无 seed 抽取时的 "
+                                 "torch.initial_seed()；greedy 行不抽（0.0），也不计数",
+                                 "each request (req_id) has a stream of its own, whose key is its seed, kept until free(): its "
+                                 "n-th draw = stream_uniform(seed, n), n counted from 0, across steps, back to 0 after free; "
+                                 "unseeded rows share one stream, keyed by torch.initial_seed() at the first unseeded draw; "
+                                 "greedy rows draw nothing (0.0) and count nothing"), where="FastSampler._uniforms")
 
     def s(seed, n):
         return stream_uniform(seed, n), f"stream_uniform({seed}, {n})", (seed, n)
-    key = torch.initial_seed()
     t = ctx.t
     draw(["a", "b", "c", "g"], [seven, eight, seven, greedy], [s(7, 0), s(8, 0), s(7, 0), (0.0, "0.0: greedy", None)],
          t("第一步：c 的 seed 和 a 相同，但有它自己的流", "first step: c has a's seed and a stream of its own"))
     draw(["b", "a"], [eight, seven], [s(8, 1), s(7, 1)], t("第二步，换个顺序", "second step, another order"))
-    draw(["u", "v"], [unseeded, unseeded], [s(key, 0), s(key, 1)], t("无 seed 的行：共用一条流", "unseeded rows: one shared stream"))
-    draw(["g"], [hot], [s(9, 0)], t("g 之前是 greedy：它还什么都没抽过", "g was greedy before: it had drawn nothing"))
-    _noting("called free('a')", sampler.free, "a")
-    _noting("called free('never-seen')", sampler.free, "never-seen")
-    draw(["a", "b", "w"], [seven, eight, unseeded], [s(7, 0), s(8, 2), s(key, 2)],
-         t("free('a') 之后：a 从头开始，b 接着数", "after free('a'): a starts again, b goes on"))
+    draw(["u", "v"], [unseeded, unseeded], [s(SHARED_KEY, 0), s(SHARED_KEY, 1)],
+         t(f"无 seed 的行共用一条流；sampler 建好之后才调用了 torch.manual_seed({SHARED_KEY})",
+           f"unseeded rows share one stream; torch.manual_seed({SHARED_KEY}) was called after the sampler was made"))
+    torch.manual_seed(LATER_KEY)
+    draw(["g", 5, "w"], [hot, seven, unseeded], [s(9, 0), s(7, 0), s(SHARED_KEY, 2)],
+         t(f"g 之前是 greedy，还什么都没抽过；5（整数 id）是新请求；之后又调用了 torch.manual_seed({LATER_KEY})，共用流不变",
+           f"g was greedy before and had drawn nothing; 5 (an int id) is a new request; torch.manual_seed({LATER_KEY}) "
+           f"came after the first unseeded draw: the shared stream stays"))
+    draw(["a"], [eleven], [s(7, 2)], t("a 没有 free 就带着 seed 11 回来：它的流不变", "a comes back with seed 11 without a free: "
+                                                                                   "its stream stays"))
+    for req_id in ("a", 5, "never-seen"):
+        _noting(f"called free({req_id!r})", sampler.free, req_id)
+    drawn.pop(7, None)                                                       # free: per-seed counts are not the rule
+    draw(["a", "b", 5, "w"], [eleven, eight, seven, unseeded], [s(11, 0) + ("a",), s(8, 2), s(7, 0) + (5,), s(SHARED_KEY, 3)],
+         t("free('a') 和 free(5) 之后：a 用新的 seed 11 从头开始，5 也从头开始，b 接着数",
+           "after free('a') and free(5): a starts again with its new seed 11, 5 starts again, b goes on"))

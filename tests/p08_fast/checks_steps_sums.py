@@ -7,6 +7,7 @@ import torch
 from course.grader.checks import Fail, check, describe, fmt_num
 from tests.p08_fast.causes import overflow_line
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
+from tests.p08_fast.step_causes import coarse_units_line, complete_line, float_test_line, inclusive_mass_line, row_mass_line
 
 
 # ---- T3 row_total ------------------------------------------------------------------------------------
@@ -33,16 +34,20 @@ def t3_row_total(ctx):
             x[4] = 1.0                                                   # equal logits: sum V (4099 > 2**(13 - 1))
             total = need_tensor(ctx, "row_total", f"e [6, {vocab}]", call(ctx, "row_total", f"e [6, {vocab}]", x), (6, 1)).cpu()
             exact = x.double().cpu().sum(-1, keepdim=True)
-            if not ((total.double() - exact).abs() / exact).max().item() < 1e-5:
+            if not ((total.double() - exact).abs() / exact).max().item() <= 1e-6:
                 r = int(((total.double() - exact).abs() / exact).argmax())
-                overflow = overflow_line(ctx, ctx.fn("row_total"), x[r:r + 1].contiguous(), float(exact[r, 0]))
+                overflow = (overflow_line(ctx, ctx.fn("row_total"), x[r:r + 1].contiguous(), float(exact[r, 0]))
+                            or coarse_units_line(ctx))
                 raise Fail(ctx.t(f"called row_total(e [6, {vocab}]) -> 第 {r} 行 = {bits(total[r, 0].item())}，期望 "
                                  f"{bits(exact[r, 0].item())}（float64 求和）" + {5: "（第 5 行：权重在 [0.5, 1] 里）",
                                                                               4: "（第 4 行：每个权重都是 1）"}.get(r, ""),
                                  f"called row_total(e [6, {vocab}]) -> row {r} = {bits(total[r, 0].item())}, expected "
                                  f"{bits(exact[r, 0].item())} (float64 sum)" + {5: " (row 5: weights in [0.5, 1])",
                                                                                4: " (row 4: every weight 1)"}.get(r, "")),
-                           *[line for line in [overflow] if line], where="row_total")
+                           *[line for line in [overflow] if line],
+                           ctx.t("row_total 要是这一行的精确和，精确到 float32 的精度：相对误差不超过 1e-6（怎么舍入成 float32 随你）",
+                                 "row_total must be the row's exact sum to float32 precision: within 1e-6 of it, relative "
+                                 "(how it rounds to float32 is yours to choose)"), where="row_total")
             for r in range(6):
                 alone = call(ctx, "row_total", f"e[{r}:{r + 1}] [1, {vocab}]", x[r:r + 1].contiguous())
                 alone = need_tensor(ctx, "row_total", f"e[{r}:{r + 1}]", alone, (1, 1)).cpu()
@@ -64,6 +69,7 @@ def t3_row_total(ctx):
 ROW_A = [math.log(p) for p in (0.15, 0.5, 0.05, 0.25, 0.03, 0.02)]
 ROW_C = [math.log(p) for p in (0.04, 0.12, 0.4, 0.05, 0.3, 0.09)]          # 2 log(p) / T = 2
 BLOG = [math.log(p) for p in (0.5, 0.25, 0.15, 0.1)]
+TINY_TAIL = torch.tensor([[0.0, -0.5, -25.0, -30.0, -35.0, -40.0, -45.0, -50.0]])  # exp(-25) is below float32's step at 1.6
 
 
 def expected_window(z, top_k, top_p, row_mass, mass=None):
@@ -154,6 +160,8 @@ def t4_filter_window(ctx):
         (t("并列的最大值，top_k=2，top_p=0.5：第二个之前的质量恰好是 0.5，所以它被删",
            "tied maxima, top_k=2, top_p=0.5: the mass before the second is exactly 0.5, so it goes"), twin, 4, [2], [0.5],
          [0.0], [True]),
+        (t("top_k=2，其后的权重（1e-11 及更小）加进 float32 的前缀和也不改变它", "top_k=2, and the weights after it (1e-11 and "
+           "less) leave the float32 prefix sum unchanged"), TINY_TAIL, 6, [2], [INF], [0.0], [True]),
     ]
     spread = torch.randn(8, 300, generator=torch.Generator().manual_seed(46)) * 2.0          # [8, 300] no ties
     ks = [7, 12, 17, 23, 29, 33, 37, 40]
@@ -194,11 +202,17 @@ def t4_filter_window(ctx):
             zeros_ok = bool((e[r, n_kept:] == 0).all()) and bool((e[r, :n_kept] > 0).all())
             row = f"called filter_window({shown}) -> " + t(f"第 {r} 行", f"row {r}")
             if not zeros_ok:
-                why = _window_mass_why(ctx, z[r].cpu().tolist(), top_k[r], top_p[r], row_mass[r], e[r], n_kept)
+                zr = z[r].cpu().tolist()
+                why = [_window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
+                       float_test_line(ctx, e[r].tolist(), cs[r].tolist(), total[r, 0].item(), n_kept),
+                       row_mass_line(ctx, z[r:r + 1], top_k[r], top_p[r], row_mass[r], e[r],
+                                     expected_window(zr, 0, top_p[r], row_mass[r], mass=sum(math.exp(v - zr[0]) for v in zr))[0]),
+                       inclusive_mass_line(ctx, zr, top_k[r], top_p[r], row_mass[r], int((e[r] > 0).sum()), n_kept),
+                       complete_line(ctx, z[r:r + 1], k[r:r + 1], p[r:r + 1], m[r:r + 1], e[r], n_kept) if complete else None]
                 raise Fail(t(f"{row}：e {rows_text(e[r:r + 1], 8)}，期望保留 {n_kept} 列 {rows_text([e_kept], 8)}，"
                              f"其后恰好为 0（{label}）",
                              f"{row}: e {rows_text(e[r:r + 1], 8)}, expected {n_kept} kept columns "
-                             f"{rows_text([e_kept], 8)} and exactly 0 after ({label})"), *[w for w in [why] if w],
+                             f"{rows_text([e_kept], 8)} and exactly 0 after ({label})"), *[w for w in why if w][:1],
                            ctx.t("保留的是一个前缀：top-k（>= 第 k 大的值）与 top-p（之前的质量 >= top_p 就删）中较短的那个；其余恰好为 0",
                                  "the kept set is a prefix: the shorter of top-k's (values >= the k-th) and top-p's (drop once "
                                  "the mass before reaches top_p); exactly 0 after it"),

@@ -25,10 +25,18 @@ def assert_ran_cleanly(notebook, nb, roots=(ROOT,)):
     wide = [line for line in lines if text.columns(line) > text.LINE_COLUMNS]
     assert not wide, f"lines wider than the page at a 1024 px window ({text.LINE_COLUMNS} columns): {wide}"
     printed = "\n".join(lines)
-    if notebook.startswith("p08-fast"):                                # says whose code ran: the stub's steps
-        assert ("is still a stub" in printed and "code: route from solutions/p08_sampler_fast.py" in printed) \
-            if notebook.endswith("en") else \
-            ("还是桩代码" in printed and "代码：route 来自 solutions/p08_sampler_fast.py" in printed)
+    if notebook.startswith("p08-fast"):      # the stub: each fix cell says what to write, and runs no reference
+        en = notebook.endswith("en")
+        assert ("is still a stub" if en else "还是桩代码") in printed
+        packed = re.sub(r"\s+", "", printed)                             # wrapped lines joined, spaces aside
+        streams = "FastSampler's __init__, _uniforms and free" if en else "FastSampler 的 __init__、_uniforms 和 free"
+        for todo, names in ((1, ["route"]), (2, ["window_topk", "canonical_window"]), (3, ["row_total"]),
+                            (4, ["filter_window"]), (5, [streams]), (5, ["inverse_cdf"])):
+            shown = (f"write {' and '.join(names)} (TODO(p08-fast.{todo})) in mine/p08_sampler_fast.py" if en else
+                     f"mine/p08_sampler_fast.py 里写好 {'、'.join(names)}（TODO(p08-fast.{todo})）")
+            assert re.sub(r"\s+", "", shown) in packed, shown
+        ran = re.search(r"(code: |代码：)(route|window_topk|row_total|filter_window|inverse_cdf)\b", printed)
+        assert not ran, printed                                           # no fix cell ran a step of the reference
         # the prose on the blog's clamp_min says "about 50 in every million draws": what the cell computes
         draws = re.findall(r"(?:in 1,000,000 steps: about|1,000,000 步里预计抽到被删 token：约) (\d+)", printed)
         assert len(draws) == 1 and 40 <= int(draws[0]) <= 60, draws

@@ -242,6 +242,9 @@ P08 = [
                                               "        for other in [r for r in self._seeded if str(r).startswith(str(req_id))]:\n"
                                               "            self._seeded.pop(other)"),),
            "free('r1') also drops 'r10' (ids matched by prefix)", phrase="free drops that one req_id only"),
+    Mutant("top_p_by_gather", "E2.top_p", TOP_P_BY_GATHER,
+           "maps the sorted decision back with the permutation (a gather), not its inverse (a blind-round file)",
+           phrase="back with a gather"),
     Mutant("top_p_gather_seen_by_s6", "S6", TOP_P_BY_GATHER,
            "maps the sorted decision back with the permutation, not its inverse: S6 must blame top-p, not the order",
            phrase="fix E2.top_p first"),

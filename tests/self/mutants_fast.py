@@ -1,14 +1,50 @@
 """Known-buggy variants of the fast path (solutions/p08_sampler_fast.py), as text patches, and the check
 each one must fail (see tests/self/mutants.py for the format)."""
+import re
+
 from tests.self.mutants import Mutant
 
+STEPS_LINE = "    return Steps(route, window_topk, canonical_window, row_total, filter_window, inverse_cdf)"
+
+
+def own_shape(patches, *functions):
+    """The patches, on a file whose step functions (of the given names) go by other names: its step checks note that
+    they do not grade it, so the whole-sampler checks must explain the bug themselves (a fast path of its own shape)."""
+    renamed = STEPS_LINE
+    for name in functions:
+        renamed = re.sub(rf"\b{name}\b", f"own_{name}", renamed)
+    tail = "".join(f"\n\n\nown_{name} = {name}\ndel {name}" for name in functions)
+    return (*patches, (STEPS_LINE, renamed + tail))
+
+
+OWN_UNIFORMS = (("    def _uniforms(self, req_ids, params):", "    def _own_uniforms(self, req_ids, params):"),
+                ("return sample_batch(_steps(), logits, params, prev_tokens, self._uniforms(req_ids, params))",
+                 "return sample_batch(_steps(), logits, params, prev_tokens, self._own_uniforms(req_ids, params))"))
+CROSSING = (("n_top_p = 1 + first_true(cs[:, :-1] >= top_p * mass)", "n_top_p = first_true(cs > top_p * mass).clamp(min=1)"),)
+FLOOR = (("e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0)",
+          "e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0).clamp_min(1e-9)"),)
+NEVER_CERTAIN = (("certain = kth > z.gather(1, top_k)", "certain = kth > INF"),)
+FREE_KEEPS = (("        self._streams.pop(req_id, None)", "        pass"),)
+BOUNDARY_KEPT = (("n_top_p = 1 + first_true(cs[:, :-1] >= top_p * mass)", "n_top_p = 1 + first_true(cs[:, :-1] > top_p * mass)"),)
+
+# A bug in a step function fails its step check (T1-T5) first, and every later check names that step as the cause
+# ("fix T4.filter_window first"); the same bug in a file of its own shape is explained by the later check itself.
 P08_FAST = [
-    Mutant("blog_drops_crossing_token", "F3", (("n_top_p = 1 + first_true(cs[:, :-1] >= top_p * mass)",
-                                                "n_top_p = first_true(cs > top_p * mass).clamp(min=1)"),),
-           "blog bug 1: keeps only cumsum <= top_p", phrase='cumsum - p'),
-    Mutant("blog_clamp_min_floor", "F2", (("e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0)",
-                                           "e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0).clamp_min(1e-9)"),),
-           "blog bug 2: clamp_min(1e-9) after masking", phrase='no clamp_min'),
+    Mutant("blog_drops_crossing_token_own_shape", "F3", own_shape(CROSSING, "filter_window"),
+           "blog bug 1 in a file of its own shape", phrase="cumsum - p"),
+    Mutant("blog_clamp_min_floor_own_shape", "F2", own_shape(FLOOR, "filter_window"),
+           "blog bug 2 in a file of its own shape", phrase="no clamp_min"),
+    Mutant("never_certain_own_shape", "F5", own_shape(NEVER_CERTAIN, "filter_window"),
+           "no row is ever certain, in a file of its own shape", phrase="should be certain", wrong="a per-row loop is left"),
+    Mutant("fast_free_keeps_stream_own_shape", "I5", (*FREE_KEEPS, *OWN_UNIFORMS),
+           "free() keeps the stream, in a file of its own shape", phrase="free must drop"),
+    Mutant("exact_top_p_boundary_kept_own_shape", "F1", own_shape(BOUNDARY_KEPT, "filter_window"),
+           "the window keeps a token whose mass before is exactly top_p, in a file of its own shape",
+           phrase="mass before >= top_p, not >"),
+    Mutant("blog_drops_crossing_token", "F3", CROSSING,
+           "blog bug 1: keeps only cumsum <= top_p", phrase="fix T4.filter_window first"),
+    Mutant("blog_clamp_min_floor", "F2", FLOOR,
+           "blog bug 2: clamp_min(1e-9) after masking", phrase="fix T4.filter_window first"),
     Mutant("blog_global_rng", "F4", (("values = stream_uniforms(keys, counts)", "values = torch.rand(len(keys), dtype=torch.float64).tolist()"),),
            "blog bug 3: one global RNG", phrase="must come from its own stream",
            wrong="does not draw from what filtered_probs reports"),
@@ -22,8 +58,8 @@ P08_FAST = [
            wrong="the randomness a seeded row consumes per step depends on K or B"),
     Mutant("exact_route_draws_unfiltered", "F6", (("k[:, 2:3],", "k[:, 2:3] if not draw else torch.full_like(k[:, 2:3], INF),"),),
            "the exact route draws without top-p (tokens outside the kept set)", phrase=''),
-    Mutant("never_certain", "F5", (("certain = kth > z.gather(1, top_k)", "certain = kth > INF"),),
-           "no top-k row is ever certain: every row takes the exact route", phrase="should be certain",
+    Mutant("never_certain", "F5", NEVER_CERTAIN,
+           "no top-k row is ever certain: every row takes the exact route", phrase="fix T4.filter_window first",
            wrong="a per-row loop is left"),
     Mutant("exact_route_skips_the_smallest_temperature", "F1",
            (("unit_temp=all(p.temperature == 1 for p in params if p.temperature >= GREEDY_TEMPERATURE))",
@@ -40,7 +76,7 @@ P08_FAST = [
            "greedy rows take torch.topk(x, 1): of three tied maxima it returns the second", phrase="torch.argmax, which returns the first"),
     Mutant("fast_free_converts_the_id", "I5", (("        self._streams.pop(req_id, None)", "        self._streams.pop(str(req_id), None)"),),
            "free() pops str(req_id): an int req_id's stream is never reset", phrase="exactly as the caller gives it"),
-    Mutant("fast_free_keeps_stream", "I5", (("        self._streams.pop(req_id, None)", "        pass"),), "free() keeps the stream", phrase='free must drop'),
+    Mutant("fast_free_keeps_stream", "I5", FREE_KEEPS, "free() keeps the stream", phrase="fix T5.streams first"),
     Mutant("full_vocab_sort_always", "F5", (("vals, ids = steps.window_topk(xs, width)",
                                              "vals, ids = (t[:, :width] for t in torch.sort(xs, dim=-1, descending=True, stable=True))"),),
            "sorts the whole vocabulary for every top-k row (the 'before' of seed 004)", phrase='it sorts full rows (V=50257)',
@@ -61,9 +97,8 @@ P08_FAST = [
            (("x[rows, ids] = torch.where(values > 0, values / pens.float(), values * pens.float())",
              "x[:, ids] = torch.where(x[:, ids] > 0, x[:, ids] / pens.float(), x[:, ids] * pens.float())"),),
            "every row is penalised at every row's history ids", phrase="This row alone is right, wrong in this batch"),
-    Mutant("exact_top_p_boundary_kept", "F1", (("n_top_p = 1 + first_true(cs[:, :-1] >= top_p * mass)",
-                                                "n_top_p = 1 + first_true(cs[:, :-1] > top_p * mass)"),),
-           "the window keeps a token whose mass before is exactly top_p", phrase="mass before >= top_p, not >"),
+    Mutant("exact_top_p_boundary_kept", "F1", BOUNDARY_KEPT,
+           "the window keeps a token whose mass before is exactly top_p", phrase="fix T4.filter_window first"),
     Mutant("argmax_for_top_k_one", "I3.edges",
            (("    return tokens.clone()                                                    # an ordinary tensor again",
              "        tokens = tokens.clone()\n"

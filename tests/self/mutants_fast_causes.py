@@ -1,6 +1,7 @@
 """Fast-path bugs whose first explanation once named another cause, and the check that must now name the true one
 (phrase) and no longer the old one (wrong=); format: tests/self/mutants.py."""
 from tests.self.mutants import Mutant
+from tests.self.mutants_fast import own_shape
 
 CAUSES = [
     Mutant("row_total_overflows", "I6.large",
@@ -52,7 +53,7 @@ CAUSES = [
            "every row draws from the unseeded rows' shared stream, seeded ones too", "its own stream",
            wrong="follows torch's global random state"),
     Mutant("total_by_window_sum_seen_in_f4", "F4",
-           (("total = cs.gather(1, n_kept - 1)", "total = e.sum(-1, keepdim=True)"),),
+           own_shape((("total = cs.gather(1, n_kept - 1)", "total = e.sum(-1, keepdim=True)"),), "filter_window"),
            "the kept mass summed over all W window columns: rounds apart when a peer widens the window (a blind-round "
            "file in its own shape passed every check before F4 compared many rows beside a wide peer)",
            "no sum over the whole window"),

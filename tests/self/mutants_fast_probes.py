@@ -2,6 +2,7 @@
 with the peers' help, a float sum over a long row) or a contract detail, and the check each must fail with the cause
 it names (format: tests/self/mutants.py). Each patch edits solutions/p08_sampler_fast.py."""
 from tests.self.mutants import Mutant
+from tests.self.mutants_fast import own_shape
 
 PEER_ROUTE = "this peer moved the row to another route"
 
@@ -15,14 +16,16 @@ PROBES = [
            (("(routes.top_k if p.top_k <= WINDOW_K else routes.exact).append(i)",
              "(routes.top_k if max(q.top_k if 0 < q.top_k < vocab else 0 for q in params) <= WINDOW_K "
              "else routes.exact).append(i)"),),
-           "every top-k row takes the exact route when one row's top_k is above WINDOW_K", PEER_ROUTE),
+           "every top-k row takes the exact route when one row's top_k is above WINDOW_K: T1 sees the route move with "
+           "the batch, and F7 names T1", "fix T1.route first"),
     Mutant("one_unsure_row_sends_all_exact", "F7",
            (("unsure.append(certain.argsort(stable=True)[:n_unsure] if n_unsure else None)",
              "unsure.append(torch.arange(len(rows), device=rows.device) if n_unsure else None)"),),
            "every window row takes the exact route when one is not certain", PEER_ROUTE),
     Mutant("certain_judged_at_the_peers_width", "F7",
-           (("certain = kth > z.gather(1, top_k)", "certain = kth > z[:, -1:]"),),
-           "a top-k row is judged against the last column of a window whose width the peers set", PEER_ROUTE),
+           own_shape((("certain = kth > z.gather(1, top_k)", "certain = kth > z[:, -1:]"),), "filter_window"),
+           "a top-k row is judged against the last column of a window whose width the peers set (a file of its own "
+           "shape)", PEER_ROUTE),
     Mutant("whole_row_window_for_a_lone_row", "F7",
            (('width = min(vocab, WINDOW if name == "top_p" else', 'width = min(vocab, (vocab if len(x) == 1 else WINDOW) if name == "top_p" else'),),
            "a lone top-p-only row gets a window of the whole row (complete), in a batch one of WINDOW",
@@ -51,10 +54,12 @@ PROBES = [
            "the unseeded stream is keyed by the constant 0, not torch.initial_seed()", "keyed by torch.initial_seed()"),
     Mutant("shared_stream_keyed_by_zero_in_t5", "T5.streams",
            (("self._shared = self._shared or [torch.initial_seed(), 0]", "self._shared = self._shared or [0, 0]"),),
-           "the same, seen by the step check (the grader's torch seed is not 0)", "key torch.initial_seed()"),
+           "the same, seen by the step check (the grader's torch seed is not 0)", "the stream keyed by 0"),
     Mutant("uniform_made_float32", "F9",
-           (("first = first_true((cs > u * total) & has_mass)", "first = first_true((cs > u.float() * total) & has_mass)"),),
-           "the draw casts the uniform to float32", "full 53 bits"),
+           own_shape((("first = first_true((cs > u * total) & has_mass)",
+                       "first = first_true((cs > u.float() * total) & has_mass)"),), "inverse_cdf"),
+           "the draw casts the uniform to float32 (a file of its own shape; in the stub's shape T5.inverse_cdf names it)",
+           "full 53 bits"),
     Mutant("stream_uniforms_kept_as_float32", "T5.streams",
            (("values = stream_uniforms(keys, counts)", "values = [float(torch.tensor(v, dtype=torch.float32)) for v in "
              "stream_uniforms(keys, counts)]"),),

@@ -491,7 +491,7 @@ def test_fast_path_notebook_in_english(lab, browser):
         assert len(shown) == 1 and shown[0][0] <= shown[0][1] + 1, f"{heading}: {shown} (shrunk to fit the page)"
         page.wait_for_timeout(200)
         shot(page, f"p08_fast_en_{name}")
-    page.locator(".jp-OutputArea-output pre:has-text('row_total, 4 threads')").first.scroll_into_view_if_needed()
+    page.locator(".jp-OutputArea-output pre:has-text('torch.sum, 4 threads')").first.scroll_into_view_if_needed()
     shot(page, "p08_fast_en_printed")
     assert not errors, errors
     save(page)
@@ -504,8 +504,9 @@ def test_fast_path_notebook_in_english(lab, browser):
 
 @pytest.mark.runs_notebook("p08-fast-zh")
 def test_fast_path_notebook_in_chinese(lab, browser):
-    """The Chinese fast-path notebook prints Chinese and fits the page; its window panel and §3's figure (row_total
-    against torch.sum) are screenshot at 1024 and 1280 px."""
+    """The Chinese fast-path notebook prints Chinese and fits the page; its window panel and §3's figure (torch.sum of
+    a lone row against the same row in a batch; with the stub, §3's fix cell only says to write row_total) are
+    screenshot at 1024 and 1280 px."""
     base, token, work = lab
     errors = []
     page = open_notebook(browser, base, token, "notebooks/p08_fast_path.ipynb", errors)
@@ -525,7 +526,7 @@ def test_fast_path_notebook_in_chinese(lab, browser):
     note_saying(page, note, "不 certain")
     shot(page, "p08_fast_zh_window_panel", panel)
     shot_wide(page, "p08_fast_zh_window_panel_1280", panel)
-    sums = page.locator(".jp-CodeCell .jp-OutputArea:has(img)").filter(has_text="row_total，4 个线程").first
+    sums = page.locator(".jp-CodeCell .jp-OutputArea:has(img)").filter(has_text="torch.sum，4 个线程").first
     sums.scroll_into_view_if_needed()
     shot(page, "p08_fast_zh_row_total", sums)
     shot_wide(page, "p08_fast_zh_row_total_1280", sums)

@@ -186,3 +186,40 @@ def test_stub_and_solution_share_names_signatures_and_constants():
     fast = problems.get("p08-fast")
     stub, solution = shape(fast.path("stub")), shape(fast.path("solution"))
     assert {k: v for k, v in stub.items() if k != "_todo"} == solution
+
+
+# correct spellings of a step that the contract allows: each passes its step check (a whole grade: -m slow)
+CORRECT_STEPS = [
+    ("row_total_through_float64", "T3.row_total",
+     (("return (units.sum(-1, keepdim=True) / scale).float()",
+       "return (units.sum(-1, keepdim=True).double() / scale).float()"),)),
+    ("row_total_coarser_int64_units", "T3.row_total",
+     (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** 40"),)),
+    ("window_by_plain_topk", "T2.window_topk", (("    if chunks < 4 * width:", "    if True:"),)),
+    ("mass_before_as_cs_minus_e", "T4.filter_window",
+     (("n_top_p = 1 + first_true(cs[:, :-1] >= top_p * mass)",
+       "n_top_p = first_true((cs - e) >= top_p * mass).clamp(min=1)"),)),
+    ("kept_by_masks", "T4.filter_window",
+     (("e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0)",
+       "cols = torch.arange(z.shape[1], device=z.device)\n    e = torch.where(cols < n_kept, e, torch.zeros_like(e))"),
+      ("total = cs.gather(1, n_kept - 1)",
+       "total = torch.where(cols == n_kept - 1, cs, torch.zeros_like(cs)).sum(-1, keepdim=True)"))),
+]
+
+
+@pytest.mark.parametrize("name,check_id,patches", [pytest.param(*c, id=c[0]) for c in CORRECT_STEPS])
+def test_a_correct_spelling_of_a_step_passes_its_check(name, check_id, patches, tmp_path):
+    from tests.self.mutants import Mutant
+    impl = mutate("p08-fast", Mutant(name, check_id, patches, "a correct spelling"), tmp_path)
+    result = run("p08-fast", impl, [check_id])[check_id]
+    assert result.status == "pass", (name, result.lines)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,check_id,patches", [pytest.param(*c, id=c[0]) for c in CORRECT_STEPS])
+def test_a_correct_spelling_of_a_step_passes_every_check(name, check_id, patches, tmp_path):
+    from tests.self.helpers import check_ids
+    from tests.self.mutants import Mutant
+    impl = mutate("p08-fast", Mutant(name, check_id, patches, "a correct spelling"), tmp_path)
+    failed = {cid: r.lines for cid, r in run("p08-fast", impl, check_ids("p08-fast")).items() if not r.passed}
+    assert not failed, (name, failed)

@@ -162,6 +162,8 @@ def test_wrap_breaks_long_lines_by_display_width():
     assert "".join(w.strip() for w in wrapped).replace(" ", "") == line.replace(" ", "")
     assert text.columns("参考解 ab") == 9 and text.pad("概率", 6) == "概率\u3000"
     assert text.wrap("short") == "short" and text.in_language("en")("中", "en") == "en"
+    path = "showing /tmp/" + "a-very-long-folder/" * 8 + "mine.py (every step runs)"    # a word longer than a line
+    assert max(map(text.columns, text.wrap(path, 40).split("\n"))) <= 40
 
 
 # ---- (b) the slider panel, without a kernel -----------------------------------------------------

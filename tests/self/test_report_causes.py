@@ -55,9 +55,16 @@ FAST_BUGS = [pytest.param(m, marks=() if m.name in mutants_feedback_fast.DEFAULT
 
 @pytest.mark.parametrize("mutant", FAST_BUGS)
 def test_a_single_bug_p08_fast_report_stays_short(mutant, tmp_path):
+    """A bug in one of the learner's steps is one block, under its step check: every later check that fails names
+    that step as its cause and is listed on one line."""
     impl = mutate("p08-fast", mutant, tmp_path)
-    lines, _ = report_of("p08-fast", impl)
+    lines, last = report_of("p08-fast", impl)
     assert lines and len(lines) <= MAX_FAILURE_LINES, f"{mutant.name}: {len(lines)} failure lines\n" + "\n".join(lines)
+    if mutant.name in mutants_feedback_fast.STEP_BUGS:
+        blocks = [line for line in lines if line.startswith("  ✗ ") and "blocks" not in line]
+        assert len(blocks) == 1 and blocks[0].startswith(f"  ✗ {mutant.aimed_at.split('.')[0]} "), "\n".join(lines)
+        text = " ".join(line.strip() for line in lines)                   # a folded line joined again
+        assert mutant.named_in(text) and last.startswith("next: fix T"), "\n".join(lines + [last])
 
 
 ROOTS = [  # (mutant, the checks that fail, in report order, the check its first block and next: must name as the root)

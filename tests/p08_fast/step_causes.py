@@ -1,0 +1,182 @@
+"""Established causes for the step checks T2-T4: each helper re-runs the learner's own step function (on the failing
+input, or a variant of it that tells two causes apart) and returns a line only when that shows the cause; else None.
+The step checks themselves: tests/p08_fast/checks_steps.py, checks_steps_sums.py."""
+import torch
+
+from course.fast_batch import CHUNK
+
+
+def bits(x: float) -> str:
+    """A float32 shown with enough digits that two different floats never print the same."""
+    return f"{x:.9g}"
+
+
+def _rerun(ctx, name, *args):
+    """The learner's step function on args, or None when it raises (it cannot say)."""
+    try:
+        return ctx.fn(name)(*args)
+    except Exception:  # noqa: BLE001 - it cannot say
+        return None
+
+
+# ---- T2 window_topk and canonical_window ---------------------------------------------------------------------
+def few_chunks_line(ctx, vocab, width):
+    """window_topk raised on a row with fewer whole chunks than the width: a line when the file's window_topk runs right
+    on a row of 4096 logits (64 chunks) at the same width."""
+    if vocab // CHUNK >= width:
+        return None
+    x = torch.randn(2, 4096, generator=torch.Generator().manual_seed(7)).to(ctx.device)
+    got = _rerun(ctx, "window_topk", x, width)
+    if not isinstance(got, tuple) or not torch.equal(got[0].float().cpu(), torch.topk(x, width).values.cpu()):
+        return None
+    return ctx.t(f"这一行 V = {vocab}，只有 {vocab // CHUNK} 个完整的 chunk（每个 {CHUNK} 个 logit），比宽度 {width} 还少，选不出 {width} 个"
+                 f"chunk 最大值；在 4096 个 logit 的行上你的 window_topk 是对的。chunk 太少时（参考解：C < 4 W）直接用 torch.topk",
+                 f"this row of V = {vocab} holds {vocab // CHUNK} whole chunks of {CHUNK} logits, fewer than the width "
+                 f"{width}: there are not {width} chunk maxima to pick. On rows of 4096 logits your window_topk is right. "
+                 f"With too few chunks (the reference: C < 4 W) take plain torch.topk")
+
+
+def flat_stride_line(ctx, x, width, r):
+    """Row r of x [n, V] is wrong: a line when the file's window_topk gets row r right alone and gets the same batch
+    right cut to a multiple of CHUNK logits (a row offset that assumes whole chunks: r * C * CHUNK, not r * V)."""
+    n, vocab = x.shape
+    if r == 0 or vocab % CHUNK == 0 or vocab // CHUNK < 1:
+        return None
+    cut = x[:, :vocab // CHUNK * CHUNK].contiguous()
+    alone, whole = _rerun(ctx, "window_topk", x[r:r + 1].contiguous(), width), _rerun(ctx, "window_topk", cut, width)
+    if not (isinstance(alone, tuple) and isinstance(whole, tuple)):
+        return None
+    if not (torch.equal(alone[0][0].float().cpu(), torch.topk(x[r], width).values.cpu())
+            and torch.equal(whole[0].float().cpu(), torch.topk(cut, width).values.cpu())):
+        return None
+    return ctx.t(f"第 {r} 行单独算是对的，把这个 batch 截到 {cut.shape[1]} 个 logit（{CHUNK} 的整数倍）也是对的；V = {vocab} 不是 {CHUNK} 的"
+                 f"整数倍时就错了：在展平的 batch 里第 {r} 行从 {r} * V 开始，而按 {r} * (V // {CHUNK}) * {CHUNK} 定位（只数整 chunk 的步长）"
+                 f"会读到上一行的尾部",
+                 f"row {r} alone is right, and so is this batch cut to {cut.shape[1]} logits (a multiple of {CHUNK}); with "
+                 f"V = {vocab}, not a multiple of {CHUNK}, it is wrong: in the flattened batch row {r} starts at {r} * V, and "
+                 f"an offset of {r} * (V // {CHUNK}) * {CHUNK} (a stride of whole chunks only) reads the row before's tail")
+
+
+def id_key_line(ctx, high, low):
+    """Two different values came out in ascending order: a line when the file's canonical_window orders the pair by
+    their ids (one id order right, the other wrong): a sort key that mixes the ids into the values."""
+    z = torch.tensor([[high, low]], device=ctx.device)
+    orders = []
+    for pair in ([7, 3], [3, 7]):
+        got = _rerun(ctx, "canonical_window", z.clone(), torch.tensor([pair], device=ctx.device))
+        if not isinstance(got, tuple):
+            return None
+        orders.append(got[0][0, 0].item() == high)
+    if orders[0] == orders[1]:
+        return None
+    return ctx.t(f"两个不同的值 {high!r} 和 {low!r}（相差 {high - low:.3g}）：你的 canonical_window 把大的排在前面还是后面取决于它们的 id。"
+                 f"排序的 key 把 id 混进了值（例如 z - eps * id）：差得比 eps × id 之差还小的值就被调换了。先按值排、再按 id（两次稳定排序），"
+                 f"不要合成一个 key",
+                 f"two different values, {high!r} and {low!r} ({high - low:.3g} apart): whether your canonical_window puts the "
+                 f"larger first depends on their ids. Your sort key mixes the ids into the values (e.g. z - eps * id): values "
+                 f"closer than eps times their id difference swap. Order by value, then by id (two stable sorts), not by one "
+                 f"combined key")
+
+
+# ---- T3 row_total -------------------------------------------------------------------------------------------
+def coarse_units_line(ctx, vocab=50257, small=1e-6):
+    """row_total is short of the exact sum: a line when, on a row of one weight 1.0 and vocab - 1 weights of `small`,
+    the file's row_total loses (most of) the small weights: units too coarse to hold them."""
+    e = torch.full((1, vocab), small, device=ctx.device)
+    e[0, 0] = 1.0
+    exact = float(e.double().sum())
+    got = _rerun(ctx, "row_total", e)
+    if not isinstance(got, torch.Tensor) or got.numel() != 1 or not float(got) < exact * (1 - 1e-6):
+        return None
+    lost = (exact - float(got)) / (exact - 1.0)
+    return ctx.t(f"在一行 1 个 1.0 加 {vocab - 1} 个 {small:g} 的权重上，你的 row_total 给 {float(got):.9g}，精确的和是 {exact:.9g}："
+                 f"小权重的质量丢了 {lost:.0%}。定点数的单位太粗（例如 int32 的单位，或太小的 scale），比一个单位小的部分被截掉了；"
+                 f"用 int64，单位尽量细，只要 V × scale 不超过 2**63：scale = 2**(62 - V.bit_length())",
+                 f"on a row of one 1.0 and {vocab - 1} weights of {small:g}, your row_total gives {float(got):.9g}, the exact "
+                 f"sum is {exact:.9g}: {lost:.0%} of the small weights' mass is lost. The fixed-point unit is too coarse (int32 "
+                 f"units, or a small scale): what is below one unit is truncated away. Use int64 units as fine as V x scale "
+                 f"< 2**63 allows: scale = 2**(62 - V.bit_length())")
+
+
+# ---- T4 filter_window ----------------------------------------------------------------------------------------
+def float_test_line(ctx, e, cs, total, n_kept):
+    """Columns kept past the row's cut, each with a prefix sum equal to the kept total: a kept set decided by comparing
+    prefix sums with the kept mass (a float test), not by column position. e, cs: the learner's row [W]; total: its
+    float; n_kept: the rule's count."""
+    extra = [j for j in range(n_kept, len(e)) if e[j] > 0]
+    if not extra or cs[n_kept - 1] != total or any(cs[j] != total for j in extra):
+        return None                                          # (the kept mass is the rule's; each extra add moved nothing)
+    j = extra[0]
+    return ctx.t(f"保留的前缀之后，你还留着第 {extra[:4]} 列（e[{j}] = {e[j]:.3g}），它们的前缀和都等于保留的质量 {bits(total)}："
+                 f"你按“前缀和 <= 保留的质量”（一个浮点比较）决定保留集合。比 float32 舍入还小的权重加进去，前缀和不变，于是混了进来"
+                 f"（fp16 logits、低温度、top_k 100 时就有这样的权重）。按列的位置决定：第 n_kept 列起全部置 0",
+                 f"past the kept prefix you keep columns {extra[:4]} (e[{j}] = {e[j]:.3g}), each with a prefix sum equal to the "
+                 f"kept mass {bits(total)}: your kept set is decided by comparing prefix sums with the kept mass (a float "
+                 f"test). A weight below the float32 rounding of the sum leaves the prefix sum unchanged and passes it (fp16 "
+                 f"logits at a low temperature with top_k 100 have such weights). Decide by column position: zero every "
+                 f"column from n_kept on")
+
+
+def inclusive_mass_line(ctx, z, top_k, top_p, row_mass, kept, n_kept):
+    """A row cut by top-p that kept fewer columns than the rule: a line when its count is what a test on the mass up to
+    and including each column (cs, not the mass before) gives."""
+    if top_p == float("inf") or kept >= n_kept:
+        return None
+    e = [float(torch.exp(torch.tensor(v - z[0]))) for v in z]
+    n_k = sum(1 for v in z if v >= z[top_k - 1]) if top_k > 0 else len(z)
+    mass = sum(e[:n_k]) if top_k > 0 else row_mass
+    cs = [sum(e[:j + 1]) for j in range(n_k)]
+    counts = {max(1, next((j for j, c in enumerate(cs) if c > top_p * mass), n_k)),
+              max(1, next((j for j, c in enumerate(cs) if c >= top_p * mass), n_k))}
+    if kept not in counts or not _drops_the_crossing_column(ctx):
+        return None
+    return ctx.t(f"你保留的 {kept} 列正是拿“连同这一列在内的累计质量”（cs）和 top_p × 100% 比较的结果：越过阈值的那一列被删了。"
+                 f"要比的是一列“之前”的质量（左边一列的 cs，或 cs - e），跨过阈值的那一列留下",
+                 f"your {kept} kept columns are what comparing the mass up to and including each column (cs) with top_p x "
+                 f"100 % gives: the column that crosses the threshold was dropped. Compare the mass before a column (cs one "
+                 f"column to its left, or cs - e): the crossing column stays")
+
+
+def _drops_the_crossing_column(ctx) -> bool:
+    """Blog bug 1's row, e = [1, 0.5, 0.3, 0.2] (probs [0.5, 0.25, 0.15, 0.1]) with a fifth column below, top_k = 4,
+    top_p = 0.7: the rule keeps 2 columns, a test on cs keeps 1. Does the file's filter_window keep 1?"""
+    z = torch.log(torch.tensor([[0.5, 0.25, 0.15, 0.1, 0.05]], device=ctx.device))
+    col = lambda v, dtype=None: torch.tensor([[v]], dtype=dtype, device=ctx.device)  # noqa: E731
+    got = _rerun(ctx, "filter_window", z, col(4, torch.long), col(0.7), None, False)
+    return got is not None and int((got[0] > 0).sum()) == 1
+
+
+def row_mass_line(ctx, z, top_k, top_p, row_mass, e, window_mass_count):
+    """A top-p-only row kept the wrong count: a line when the learner's filter_window gives the same e for another
+    row_mass (it ignores row_mass); window_mass_count: how many columns top-p keeps against the window's own mass."""
+    if top_k != 0 or top_p == float("inf") or row_mass <= 0:
+        return None
+    col = lambda v, dtype=None: torch.tensor([[v]], dtype=dtype, device=ctx.device)  # noqa: E731
+    other = _rerun(ctx, "filter_window", z, col(0, torch.long), col(top_p), col(row_mass * 4.0), False)
+    if other is None or not torch.equal(other[0][0].cpu(), e.cpu()):
+        return None
+    kept = int((e > 0).sum())
+    window = float(torch.exp(z[0] - z[0, 0]).double().sum())
+    return ctx.t(f"你的 filter_window 在 row_mass = {row_mass:.4g} 和 {row_mass * 4:.4g} 时给出同样的 e：它没用 row_mass。只开 top-p 的行"
+                 f"（top_k 0），top-p 的 100% 就是 row_mass：整行（全部 V 个 token）的质量"
+                 + (f"；你保留的 {kept} 列正是拿窗口自己的质量（{window:.4g}）当 100% 的结果" if kept == window_mass_count else ""),
+                 f"your filter_window gives the same e for row_mass = {row_mass:.4g} and {row_mass * 4:.4g}: it ignores "
+                 f"row_mass. For a top-p-only row (top_k 0), top-p's 100 % is row_mass: the mass of the whole row, all V tokens"
+                 + (f"; your {kept} kept columns are what the window's own mass ({window:.4g}) as 100 % gives"
+                    if kept == window_mass_count else ""))
+
+
+def complete_line(ctx, z, k, p, m, e_row, n_kept):
+    """A complete window whose e keeps weight past the cut: a line when the same call with complete=False zeroes it (the
+    complete case returns before the zeroing)."""
+    again = _rerun(ctx, "filter_window", z, k, p, m, False)
+    if again is None or not isinstance(again, tuple) or not isinstance(again[0], torch.Tensor):
+        return None
+    e = again[0].cpu()
+    if not (bool((e[0, n_kept:] == 0).all()) and bool((e[0, :n_kept] > 0).all())) or not bool((e_row[n_kept:] != 0).any()):
+        return None
+    return ctx.t("同样的输入配 complete=False，你的 e 在保留的前缀之后就是 0；complete=True 时不是：complete 的分支在置 0 之前就返回了。"
+                 "complete 只决定 certain（全为 True），保留集合、置 0 和 total 照样算",
+                 "the same input with complete=False gives e zeroed after the kept prefix; with complete=True it does not: "
+                 "the complete branch returns before the zeroing. complete decides certain only (all True); the kept set, "
+                 "the zeros and total are computed as always")
