@@ -42,9 +42,9 @@ def launch_config(batch, vocab):
 @triton.jit
 def row_max(row, V, temperature, BLOCK: tl.constexpr):
     """Step 1: (z_max, col): the row's largest z = x / temperature, and the first column holding it (torch.argmax's
-    rule). `row` points at the row's V float32 values."""
+    rule). `row` points at the row's V float32 values. z is tl.div_rn(x, temperature) wherever a step computes it: it
+    rounds as torch's x / T does on any device (a compiled `/` is an approximate division; only C1 can see that)."""
     # TODO(p08-kernel.1): read the row in blocks of BLOCK columns, in column order; a column past V is no value.
-    #                     z rounds as torch's x / T does, on any device.
     raise _todo(1, "row_max")
 
 
@@ -62,7 +62,8 @@ def kth_largest(row, V, temperature, k, BLOCK: tl.constexpr):
 # step 3: order-free mass ---------------------------------------------------------------------------------
 @triton.jit
 def units(z, z_max, scale):
-    """Step 3: a weight exp(z - z_max) in [0, 1] as whole units: floor(exp(z - z_max) * scale), int64."""
+    """Step 3: a weight exp(z - z_max) in [0, 1] as whole units: floor(exp(z - z_max) * scale), int64 (K3 allows a
+    unit or two, for an exp that differs from torch's in its last bit)."""
     # TODO(p08-kernel.3): p08-fast's fixed point: a row's units add up below 2**62, so int64 holds any sum of them.
     raise _todo(3, "units")
 
@@ -80,7 +81,8 @@ def mass_at_least(row, V, temperature, z_max, v, scale, BLOCK: tl.constexpr):
 def top_p_cut(row, V, temperature, z_max, quota, scale, BLOCK: tl.constexpr):
     """Step 4: (cut, last, kept). The kept set is every column with z > cut, and the columns with z == cut up to
     column `last`; kept is their units. p08's rule in units: rank the columns by z, equal values by column; a column
-    stays while the units of the columns ranked before it are below quota (= ceil(top_p * the 100 %), given)."""
+    stays while the units of the columns ranked before it are below quota (= ceil(top_p * the 100 %), given). No top-k
+    argument: quota is at most the mass at or above top-k's k-th value, so the cut never falls below it."""
     # TODO(p08-kernel.4): step 2's search, weighing units instead of counting columns. Among the columns tied at
     #                     the cut, the first by column stay.
     raise _todo(4, "top_p_cut")
@@ -90,8 +92,8 @@ def top_p_cut(row, V, temperature, z_max, quota, scale, BLOCK: tl.constexpr):
 @triton.jit
 def draw(row, V, temperature, z_max, cut, last, kept, u, scale, BLOCK: tl.constexpr):
     """Step 5: the drawn column: adding the kept columns' units in column order, the first column where the running
-    sum exceeds u * kept (u in [0, 1), a float64); where rounding leaves no such column, the last kept column with
-    units."""
+    sum exceeds u * kept (u in [0, 1), a float64, the product too); where rounding leaves no such column (a product
+    that rounds up to kept), the last kept column with units."""
     # TODO(p08-kernel.5): never a column outside the kept set, nor one without units, whatever u is.
     raise _todo(5, "draw")
 

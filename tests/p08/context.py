@@ -2,11 +2,14 @@
 returns. course.toml names it (`context = "tests.p08.context:SamplerCtx"`); the grader itself knows no sampler."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
 
 import torch
 
-from course.grader.checks import Ctx, Explained, Fail, WrongOutput, _noting, describe, fmt_vec
+from course.grader.checks import Ctx, Explained, Fail, Missing, WrongOutput, _noting, checks_for, describe, fmt_vec
 from course.sampling_params import SamplingParams as GivenParams
 
 _CRASH_EXPLAINERS: dict = {}   # problem name -> fn(ctx, observed, cases) that raises Explained or returns
@@ -192,3 +195,57 @@ class SamplerCtx(Ctx):
         return [self.t(f"你的 route() 把它放在 {name}：看看这条路线（以及不 certain、改走 exact 的行）是否都写回了 tokens",
                        f"your route() puts it on {name}: check that this route (and the rows that are not certain and move "
                        f"to exact) writes its tokens back")]
+
+
+def _lines_of(ctx, exc) -> list:
+    """What the report would show for exc: a Fail's lines, or a crash's line (and the call it noted)."""
+    if isinstance(exc, Fail):
+        return list(exc.lines)
+    from course.grader.worker import classify
+    return classify(exc, Path(ctx.impl_path).resolve(), ctx.lang)["lines"]
+
+
+class StepFirst:
+    """One rule of the report for a problem whose learner writes steps that given code puts together (p08-fast,
+    p08-kernel): when a whole-sampler check fails while one of the file's own steps fails its step check (re-run
+    here on the file's functions), that step is the cause the grader has established first: the failure says "fix
+    T4.filter_window first" with the step check's own evidence, and the report shows that cause once, under the step
+    check. A subclass names, per step check, the function it grades (`step_functions`)."""
+    step_functions: ClassVar[dict] = {}
+
+    def run(self, check) -> None:
+        steps = [cid for ids in self.problem.steps for cid in ids]
+        if check.id in steps:
+            check.fn(self)
+            return
+        try:
+            check.fn(self)
+        except (NotImplementedError, Missing):
+            raise
+        except Exception as exc:
+            named = re.compile("|".join(rf"fix {re.escape(s)} first|先修好 {re.escape(s)}" for s in steps))
+            if isinstance(exc, Fail) and any(named.search(line) for line in exc.lines):
+                raise                                        # it already names a step as its cause
+            wrong = self.first_wrong_step(steps)
+            if wrong is None:
+                raise
+            step, lines, hint, where = wrong
+            raise Fail(_lines_of(self, exc)[0], *lines, fix_first_line(self, step), hint=hint, where=where) from exc
+
+    def first_wrong_step(self, steps):
+        """(check id, its failure lines, hint, where) of the first step check that the file's own steps fail, or
+        None. Each runs in a context of its own, with torch's random state (initial seed included) put back after."""
+        by_id = {c.id: c for c in checks_for(self.problem)}
+        for step in steps:
+            ctx = type(self)(problem=self.problem, impl=self.impl, impl_path=self.impl_path, device=self.device,
+                             lang=self.lang)
+            try:
+                with torch.random.fork_rng(devices=[]):
+                    by_id[step].fn(ctx)
+            except (NotImplementedError, Missing):
+                continue                                     # not written yet: the check says so itself
+            except Exception as exc:  # noqa: BLE001 - a step of the learner's may raise anything
+                hint = exc.hint if isinstance(exc, Fail) and exc.hint else by_id[step].hint
+                where = exc.where if isinstance(exc, Fail) and exc.where else self.step_functions.get(step)
+                return step, _lines_of(ctx, exc), tuple(hint) if hint else None, where
+        return None

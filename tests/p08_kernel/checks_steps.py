@@ -198,8 +198,8 @@ def k2_kth_largest(ctx):
         below = all(got == torch.tensor(want).nextafter(torch.tensor(-INF)).item()
                     for *_, want, got in answers if want > -INF)          # every answer one float below
         called, label_en, label_zh, x, t, k, want, got = wrong[0]
-        raise Fail(f"{called} [{ctx.t(label_zh, label_en)}] -> {f32(got)}",
-                   ctx.t(f"期望 {f32(want)}（torch.topk(z, {k}).values[-1]）", f"expected {f32(want)} "
+        raise Fail(f"{called} [{ctx.t(label_zh, label_en)}] -> {got:#.9g}",          # both to the same digits
+                   ctx.t(f"期望 {want:#.9g}（torch.topk(z, {k}).values[-1]）", f"expected {want:#.9g} "
                          f"(torch.topk(z, {k}).values[-1])"), _kth_why(ctx, x, t, k, got, want, below), where="kth_largest")
 
 

@@ -171,10 +171,12 @@ def _cut_why(ctx, z, w, q, got, want) -> str:
     ties = [c for c, v in enumerate(values) if v == want[0]]
     if got[0] == want[0] and got[1] != want[1]:
         n = sum(1 for c in ties if c <= want[1])
-        return ctx.t(f"截断点对了，并列的列没数对：等于截断值的列有 {len(ties)} 个（第 {ties[:5]} 列…），按列号从小到大，只留前 {n} 个——"
-                     f"它们前面的单位还小于 quota。last 是第 {n} 个的列号", f"the cut is right, its ties are not: {len(ties)} "
-                     f"columns equal the cut (columns {ties[:5]}...); by ascending column only the first {n} stay, while the "
-                     f"units before them are below quota. last is the column of the {n}-th")
+        shown = ", ".join(map(str, ties[:5])) + (", ..." if len(ties) > 5 else "")
+        return ctx.t(f"截断点对了，并列的列没数对：等于截断值的列有 {len(ties)} 个（第 {shown} 列）；按列号从小到大，前 {n} 个留下"
+                     f"（它们前面的单位还小于 quota），last 是最后留下的那一列：第 {want[1]} 列",
+                     f"the cut is right, its ties are not: {len(ties)} column{'s' * (len(ties) != 1)} equal the cut "
+                     f"(columns {shown}); by ascending column the first {n} of them stay (the units before each are "
+                     f"below quota), and last is the column of the last that stays: {want[1]}")
     if got[0] == want[0] and got[1] == want[1]:
         return ctx.t("截断点和 last 都对，kept 不对：kept 是保留下来的列的单位之和（截断值之上的单位 + n × 一个并列列的单位）",
                      "the cut and last are right, kept is not: kept is the units of the kept columns (the units above "

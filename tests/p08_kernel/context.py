@@ -4,10 +4,11 @@ turned into a report line that says so."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from course.grader.checks import Fail, Missing
 from course.kernel_interp import OutOfBounds
-from tests.p08.context import SamplerCtx
+from tests.p08.context import STEP_OF_PROBLEM, SamplerCtx, StepFirst
 
 STEP_OF_KERNEL = {  # check id -> (zh, en): the step whose rule the check grades, as a fix-first line names it
     "K1.launch": ("第 1 步 launch_config", "step 1, launch_config"),
@@ -29,9 +30,15 @@ def innermost(exc: BaseException) -> BaseException:
     return exc
 
 
+STEP_OF_PROBLEM["p08-kernel"] = STEP_OF_KERNEL
+
+
 @dataclass
-class KernelCtx(SamplerCtx):
-    """SamplerCtx for the kernel level: the learner's jit functions run inside the grader's probe kernels."""
+class KernelCtx(StepFirst, SamplerCtx):
+    """SamplerCtx for the kernel level: the learner's jit functions run inside the grader's probe kernels; a whole
+    check that fails while a step check fails names that step first (StepFirst)."""
+    step_functions: ClassVar[dict] = {cid: "launch_config" if cid == "K1.launch" else cid.split(".")[1]
+                                      for cid in STEP_OF_KERNEL}
 
     def where(self, name) -> str | None:
         """file:line of `name`, or the place itself when a check already knows the line ("mine/x.py:42")."""
