@@ -100,7 +100,7 @@ def launch_trap_figure(lang, device):
     ax.scatter(torch.arange(len(diff))[moved], diff[moved], s=3, color=REMOVED_COLOR)
     ax.set_yscale("log")
     ax.set_xlabel(fig_text(lang, "列", "column"), fontsize=FONT_PT)
-    ax.set_ylabel(fig_text(lang, "|单独 − 在 batch 里|", "|alone − in the batch|"), fontsize=FONT_PT)
+    ax.set_ylabel(fig_text(lang, "|差|", "|difference|"), fontsize=FONT_PT)
     ax.set_title(fig_text(lang, f"朴素 kernel：同一行的 {int(moved.sum())} / {len(diff)} 个概率变了",
                           f"the naive kernel: {int(moved.sum())} of the row's {len(diff)} probabilities moved"),
                  fontsize=FONT_PT)

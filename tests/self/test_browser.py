@@ -540,3 +540,37 @@ def test_fast_path_notebook_in_chinese(lab, browser):
         assert_columns_line_up(page, needle, marker, lambda line: line.startswith(labels))
     assert_benchmark_with_a_working_mine(page, "zh")
     page.close()
+
+
+@pytest.mark.runs_notebook("p08-kernel-en")
+def test_kernel_notebook_in_english(lab, browser):
+    """The kernel notebook (Triton's interpreter in the notebook's kernel) with the stub: each fix cell says which
+    function to write, the search panel redraws when the number of passes and the mode change, the page fits."""
+    base, token, work = lab
+    errors = []
+    page = open_notebook(browser, base, token, "notebooks/en/p08_kernel.ipynb", errors)
+    run_all(page)
+    passes = page.locator("label:text-is('passes')")
+    panel = page.locator(".widget-vbox:has(.widget-image)").filter(has=passes).first
+    panel.scroll_into_view_if_needed()
+    note = panel.locator(".widget-html:not(.p08-stale)").first
+    assert "a value of the row" in note.inner_text()
+    before = image_of(panel)
+    set_slider(page, panel, "passes", 12)
+    wait_changed(page, panel, before)
+    note_saying(page, note, "keys are left")
+    before = image_of(panel)
+    panel.locator("button:has-text('top-p')").first.click()
+    wait_changed(page, panel, before)
+    note_saying(page, note, "top-p's cut")
+    shot(page, "p08_kernel_en_search_panel", panel)
+    assert page.locator(".jp-OutputArea-output pre:has-text('not written yet')").count() == 6   # §1-§6
+    assert_layout(page)
+    assert not errors, errors
+    save(page)
+    assert status(work, "notebooks/en/p08_kernel.ipynb") == "", git(work, "diff")
+    assert_saved_ran_cleanly(work, "p08-kernel-en", "notebooks/en/p08_kernel.ipynb")
+    for heading, name in (("§0", "first_kernel"), ("§1", "launch_trap")):
+        page.locator(".jp-Notebook .jp-Cell h2", has_text=heading).first.scroll_into_view_if_needed()
+        shot(page, f"p08_kernel_en_{name}")
+    page.close()
