@@ -1,6 +1,6 @@
 """Counter-based random streams: a request's n-th uniform is a pure function of (its seed, n).
 
-The fast path's step 6 (solutions/p08_sampler_fast.py) keeps no generator object per request, only a count of
+The fast path's step 5 (solutions/p08_sampler_fast.py) keeps no generator object per request, only a count of
 the draws each request has made. Its n-th uniform is `stream_uniform(seed, n)`: SplitMix64 (Steele, Lea and
 Flood, 2014), whose n-th output for a seed s is mix(s + (n + 1) * GAMMA). The seed is mixed once first, so
 neighbouring seeds (1000, 1001, ...) do not give shifted copies of one stream.

@@ -1,11 +1,11 @@
 """p08-fast step checks T3 and T4: row_total (a row's total the same bits alone and in a batch), and
 filter_window on example 2's batch. Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
 import math
-
 import torch
 
 from course.grader.checks import Fail, check, describe, fmt_num
 from tests.p08_fast.causes import overflow_line
+from tests.p08_fast.order_probes import boundaries_in_wider_windows, orders_of_one_row
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
 from tests.p08_fast.step_causes import coarse_units_line, complete_line, float_test_line, inclusive_mass_line, row_mass_line
 
@@ -62,6 +62,7 @@ def t3_row_total(ctx):
                                where="row_total")
     finally:
         torch.set_num_threads(threads)
+    orders_of_one_row(ctx)
 
 
 # ---- T4 filter_window --------------------------------------------------------------------------------
@@ -259,6 +260,7 @@ def t4_filter_window(ctx):
                              f"the same row ({other_label}): total {bits(other[1])}, kept e {rows_text([other[0]])}"),
                            why, where="filter_window")
             seen.setdefault(key, (label, mine))
+    boundaries_in_wider_windows(ctx, spread, ks)
 
 
 def _kth_one_column_late(ctx):

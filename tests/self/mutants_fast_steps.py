@@ -76,6 +76,11 @@ FAST_STEPS = [
            (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** (31 - e.shape[-1].bit_length())"),
             ("units = torch.mul(e, scale).long()", "units = torch.mul(e, scale).int()")),
            "a row total in int32 units: the small weights are lost (a blind-round file)", "of the small weights' mass is lost"),
+    Mutant("row_total_float64_sum", "T3.row_total",
+           (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())",
+             "    return e.double().sum(-1, keepdim=True).float()\n    scale = 2.0 ** (62 - e.shape[-1].bit_length())"),),
+           "a float64 sum of the weights: nearly always invariant, yet a sum that depends on its order (a fresh-learner "
+           "file)", "float64 too"),
     Mutant("row_total_scale_by_rows", "T3.row_total",
            (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** (62 - e.shape[0].bit_length())"),),
            "the scale from the number of rows, not V: a lone row's units overflow (a blind-round file)",
@@ -85,6 +90,11 @@ FAST_STEPS = [
            (("total = cs.gather(1, n_kept - 1)                                             # [n, 1] at the row's own end",
              "total = e.sum(-1, keepdim=True)"),),
            "total as a sum over the window, whose width the peers set", "no sum over the window"),
+    Mutant("top_k_mass_summed_over_the_window", "T4.filter_window",
+           (("mass = cs.gather(1, n_top_k - 1)",
+             "mass = torch.where(torch.arange(z.shape[1], device=z.device) < n_top_k, e, 0.0).sum(-1, keepdim=True)"),),
+           "top-p's 100 % summed over the window's top-k columns: a float sum whose width the peers set (a "
+           "fresh-learner file)", "not summed over the window"),
     Mutant("window_blog_crossing_token", "T4.filter_window",
            (("n_top_p = 1 + first_true(cs[:, :-1] >= top_p * mass)", "n_top_p = first_true(cs > top_p * mass).clamp(min=1)"),),
            "blog bug 1 inside the window", "the crossing column stays"),

@@ -193,6 +193,11 @@ CORRECT_STEPS = [
     ("row_total_through_float64", "T3.row_total",
      (("return (units.sum(-1, keepdim=True) / scale).float()",
        "return (units.sum(-1, keepdim=True).double() / scale).float()"),)),
+    ("row_total_exactly_rounded", "T3.row_total",
+     (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())",
+       "    return torch.tensor([[math.fsum(row)] for row in e.double().tolist()], device=e.device).float()\n"
+       "    scale = 2.0 ** (62 - e.shape[-1].bit_length())"),
+      ("import torch\n", "import math\n\nimport torch\n"))),
     ("row_total_coarser_int64_units", "T3.row_total",
      (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** 40"),)),
     ("window_by_plain_topk", "T2.window_topk", (("    if chunks < 4 * width:", "    if True:"),)),
