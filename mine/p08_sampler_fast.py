@@ -51,7 +51,7 @@ def window_topk(x, width):
 
 def canonical_window(z, ids):
     """Step 2: the same window, values still descending, equal values in ascending token id."""
-    # TODO(p08-fast.2): the order among equal values must not depend on W, and the peers choose W.
+    # TODO(p08-fast.2): windows of any width W put equal values in one order.
     raise _todo(2, "canonical_window")
 
 
@@ -61,7 +61,7 @@ def row_total(e):
 
     Precision: the exact sum to float32 precision (within 1e-6 of it, relative); how it rounds to float32 is free.
     """
-    # TODO(p08-fast.3): a sum whose result cannot depend on the order of its adds (a float sum's does).
+    # TODO(p08-fast.3): a sum whose result cannot depend on the order of its adds.
     raise _todo(3, "row_total")
 
 
