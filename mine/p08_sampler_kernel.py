@@ -62,8 +62,9 @@ def kth_largest(row, V, temperature, k, BLOCK: tl.constexpr):
 # step 3: order-free mass ---------------------------------------------------------------------------------
 @triton.jit
 def units(z, z_max, scale):
-    """Step 3: a weight exp(z - z_max) in [0, 1] as whole units: floor(exp(z - z_max) * scale), int64 (K3 allows a
-    unit or two, for an exp that differs from torch's in its last bit)."""
+    """Step 3: a weight exp(z - z_max) in [0, 1] as whole units: floor(exp(z - z_max) * scale), int64. K3 allows a
+    unit or two (a rounding) and what an exp may differ by in its last bits (tl.exp2 of z * log2(e), or a GPU's exp:
+    about |z - z_max| float32 steps); the column at z_max has exactly scale units."""
     # TODO(p08-kernel.3): p08-fast's fixed point: a row's units add up below 2**62, so int64 holds any sum of them.
     raise _todo(3, "units")
 

@@ -210,12 +210,17 @@ class StepFirst:
     p08-kernel): when a whole-sampler check fails while one of the file's own steps fails its step check (re-run
     here on the file's functions), that step is the cause the grader has established first: the failure says "fix
     T4.filter_window first" with the step check's own evidence, and the report shows that cause once, under the step
-    check. A subclass names, per step check, the function it grades (`step_functions`)."""
+    check. A subclass names, per step check, the function it grades (`step_functions`); where a step's function calls an
+    earlier step's (p08-kernel: top_p_cut calls mass_at_least), `step_depends` names the step checks it asks first;
+    a check whose cause is of its own kind (`independent`, e.g. a compiler's) is left as it is."""
     step_functions: ClassVar[dict] = {}
+    step_depends: ClassVar[dict] = {}          # step check id -> the step checks of the code it calls
+    independent: ClassVar[frozenset] = frozenset()
 
     def run(self, check) -> None:
         steps = [cid for ids in self.problem.steps for cid in ids]
-        if check.id in steps:
+        earlier = tuple(self.step_depends.get(check.id, ())) if check.id in steps else steps
+        if check.id in self.independent or not earlier:
             check.fn(self)
             return
         try:
@@ -226,7 +231,7 @@ class StepFirst:
             named = re.compile("|".join(rf"fix {re.escape(s)} first|先修好 {re.escape(s)}" for s in steps))
             if isinstance(exc, Fail) and any(named.search(line) for line in exc.lines):
                 raise                                        # it already names a step as its cause
-            wrong = self.first_wrong_step(steps)
+            wrong = self.first_wrong_step(earlier)
             if wrong is None:
                 raise
             step, lines, hint, where = wrong

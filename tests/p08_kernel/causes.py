@@ -5,6 +5,7 @@ import torch
 
 from course import kernel_oracle as expect, kernel_probes as probes
 from tests.p08_kernel.checks_steps import f32, learners_block
+from tests.p08_kernel.checks_steps_mass import units_allowance
 from tests.p08_kernel.context import STEP_OF_KERNEL
 
 INF = float("inf")
@@ -38,8 +39,10 @@ def _first_wrong(ctx, x, t, top_k, top_p, vocab, block, scale, u):
     w = run(probes.units, "units", x[None], [t], [top], scale, block)[0].tolist()
     z = expect.z_of(x, t)
     want_w = expect.numpy_units(z, top, scale)
-    if any(abs(a - b) > max(2, b * 1e-6) for a, b in zip(w, want_w)):
-        c = next(c for c, (a, b) in enumerate(zip(w, want_w)) if abs(a - b) > max(2, b * 1e-6))
+    off = [c for c, (a, b) in enumerate(zip(w, want_w))
+           if a != b and (b == int(scale) or abs(a - b) > units_allowance(b, float(z[c]) - top))]
+    if off:
+        c = off[0]
         return "K3.units", f"units(z={f32(float(z[c]))}) -> {w[c]}, {ctx.t('期望', 'expected')} {want_w[c]}"
     total = expect.mass_at_least(z, w, low)
     got = int(run(probes.mass, "mass_at_least", x[None], [t], [top], [low], scale, block)[0])

@@ -134,6 +134,11 @@ def k1_row_max(ctx):
 def _row_max_why(ctx, x, t, got_z, got_col, want_z, block) -> str:
     z = expect.z_of(x, t)
     inv = torch.tensor(1.0, dtype=torch.float32) / t
+    want_col = int(z.argmax())
+    if got_z == want_z and got_col == want_col % block and want_col >= block:
+        return ctx.t(f"列号是从它所在块的开头数的（{want_col} - {want_col - got_col} = {got_col}）：加上这一块的起点 start",
+                     f"the column is counted from the start of its block ({want_col} - {want_col - got_col} = {got_col}): "
+                     f"add the block's start")
     if got_z == want_z and 0 <= got_col < len(x) and float(z[got_col]) == want_z:
         return ctx.t("最大值对了，列不对：相等的最大值取第一列（torch.argmax 的规则）。后面的块只有更大时才替换，用 >，不是 >=",
                      "the max is right, its column is not: equal maxima give the first column (torch.argmax's rule). A "
@@ -203,7 +208,20 @@ def k2_kth_largest(ctx):
                          f"(torch.topk(z, {k}).values[-1])"), _kth_why(ctx, x, t, k, got, want, below), where="kth_largest")
 
 
+def reciprocal_z(x, t) -> torch.Tensor:
+    """z as x * (1 / T) gives it: the reciprocal rounded to float32, then the product (two roundings)."""
+    return torch.as_tensor(x, dtype=torch.float32) * (torch.tensor(1.0, dtype=torch.float32) / t)
+
+
+def reciprocal_line(ctx) -> str:
+    return ctx.t("这是 x * (1 / T) 的结果：z 在每一步都要是 tl.div_rn(x, temperature)，和 torch 的 x / T 一样只舍入一次",
+                 "this is what x * (1 / T) gives: z must be tl.div_rn(x, temperature) in every step, rounded once as "
+                 "torch's x / T")
+
+
 def _kth_why(ctx, x, t, k, got, want, below=False) -> str:
+    if t != 1.0 and got == float(torch.topk(reciprocal_z(x, t), k).values[-1]):
+        return reciprocal_line(ctx)
     if below:
         return ctx.t("每个答案都正好比第 k 大的值小一个浮点数：数的是 z > v 的列。规则是 z >= v 的列至少 k 个（等于候选值的列也算）",
                      "every answer is exactly one float below the k-th value: it counts the columns with z > v. The "

@@ -11,7 +11,7 @@ import torch
 
 from course.grader.checks import Fail, check
 from course import kernel_oracle as expect, kernel_probes as probes
-from tests.p08_kernel.checks_steps import blocks, f32, row_text
+from tests.p08_kernel.checks_steps import blocks, f32, reciprocal_line, reciprocal_z, row_text
 
 INF = float("inf")
 
@@ -59,7 +59,7 @@ def k3_units(ctx):
     got = ctx.probe("units", called, probes.units, x[None], [t], [0.0], scale, blocks(ctx, vocab)[0])[0].tolist()
     want = expect.numpy_units(x, 0.0, scale)
     for c, (a, b) in enumerate(zip(got, want)):
-        if abs(a - b) <= max(2, b * 1e-6) and (b != int(scale) or a == b):
+        if a == b or b != int(scale) and abs(a - b) <= units_allowance(b, float(x[c])):
             continue
         called = f"called units(z={f32(float(x[c]))}, z_max=0, scale=2**{int(math.log2(scale))})"
         if b and a in (0, 1) or b == 0 and a == 0:
@@ -68,10 +68,25 @@ def k3_units(ctx):
         elif a < 0:
             why = ctx.t("负的单位：整数溢出了（int32 只有 31 位，一列的单位可到 2**52）", "negative units: the integer "
                         "overflowed (int32 has 31 bits; one column's units reach 2**52)")
+        elif b and abs(a - math.floor(2.0 ** float(x[c]) * scale)) <= units_allowance(b, float(x[c])):
+            why = ctx.t("这是 2**(z - z_max)：tl.exp2 的参数要先乘 log2(e)（exp(x) = exp2(x * log2(e))），或者直接用 tl.exp",
+                        "this is 2**(z - z_max): tl.exp2's argument needs the factor log2(e) (exp(x) = exp2(x * log2(e))), "
+                        "or use tl.exp")
+        elif b == int(scale):
+            why = ctx.t("z = z_max 的列正好是 scale 个单位（exp(0) = 1）", "the column at z_max has exactly scale units "
+                        "(exp(0) = 1)")
         else:
-            why = ctx.t("单位是 floor(exp(z - z_max) * scale)：z = z_max 的列正好是 scale 个单位", "units are floor(exp(z - "
-                        "z_max) * scale): the column at z_max has exactly scale units")
+            why = ctx.t(f"单位是 floor(exp(z - z_max) * scale)：你的和它差 {abs(a - b) / b:.1e}（相对），超过了 exp 在最后几位上的差别",
+                        f"units are floor(exp(z - z_max) * scale): yours are {abs(a - b) / b:.1e} off (relative), more "
+                        f"than an exp that differs in its last bits")
         raise Fail(f"{called} -> {a}", ctx.t(f"期望 {b}", f"expected {b}"), why, where="units")
+
+
+def units_allowance(units, z) -> float:
+    """How far a file's units may be from float32 numpy's floor(exp(z) * scale): a unit for the floor or a rounding,
+    and what an exp may differ by in its last bits (a GPU's ex2.approx of z * log2(e), or exp2 written so, loses
+    about |z| float32 steps of z): (|z| + 8) parts in 2**23."""
+    return 2 + units * (abs(z) + 8) * 2.0 ** -23
 
 
 # ---- K3 mass_at_least ----------------------------------------------------------------------------------
@@ -103,10 +118,18 @@ def k3_mass_at_least(ctx):
             for v, mass in zip(values, got):
                 want = expect.mass_at_least(z, w, v)
                 if mass != want:
+                    zr = reciprocal_z(x, t)
+                    if t != 1.0 and mass == expect.mass_at_least(zr, own_units(ctx, zr, 1.0, top, scale, block), v):
+                        why = reciprocal_line(ctx)
+                    elif t != 1.0 and mass == expect.mass_at_least(expect.z_of(x, 1.0), own_units(ctx, x, 1.0, top, scale, block), v):
+                        why = ctx.t("这是温度 1 的质量：z = x / temperature 在这里也要除", "this is the mass at temperature 1: "
+                                    "z = x / temperature here too")
+                    else:
+                        why = _mass_why(ctx, z, w, v, mass, want)
                     raise Fail(f"{called.replace('v=...', f'v={f32(v)}')} -> {mass}",
                                ctx.t(f"期望 {want}：你的 units 在 z >= v 的 {int((z >= v).sum())} 列上加起来就是这个数",
                                      f"expected {want}: your units of the {int((z >= v).sum())} columns with z >= v add "
-                                     f"up to that"), _mass_why(ctx, z, w, v, mass, want), where="mass_at_least")
+                                     f"up to that"), why, where="mass_at_least")
             seen[block] = got
         if len(set(map(tuple, seen.values()))) > 1:
             a, b = list(seen)[:2]
@@ -145,6 +168,9 @@ def cut_cases(block):
     yield "tied maxima, a tiny top_p", "并列的最大值，极小的 top_p", x, 1.0, 1e-9, 0
     yield "8 equal values, top_p 0.25 (an exact boundary)", "8 个相等的值，top_p 0.25（正好在边界上）", torch.zeros(8), 1.0, 0.25, 0
     yield "top_p 0.999999", "top_p 0.999999", torch.randn(500, generator=g) * 3, 1.0, 0.999999, 0
+    x = torch.cat([torch.zeros(1), torch.full((999,), -60.0)])                 # exp(-60) * scale < 1: no units
+    yield ("top_p 1 - 2**-53: quota is the whole mass, columns without units after the max",
+           "top_p 1 - 2**-53：quota 就是全部质量，最大值之后的列都没有单位", x, 1.0, 1.0 - 2.0 ** -53, 0)
 
 
 @check("K4.top_p_cut", "top_p_cut：用单位的和找 top-p 的截断点；截断点上的并列按列保留", "top_p_cut: top-p's cut found "
@@ -169,6 +195,10 @@ def k4_top_p_cut(ctx):
 def _cut_why(ctx, z, w, q, got, want) -> str:
     values = z.tolist()
     ties = [c for c, v in enumerate(values) if v == want[0]]
+    if got[0] == want[0] and sum(1 for c in ties if c <= got[1]) + 1 == sum(1 for c in ties if c <= want[1]):
+        return ctx.t("少留了一个并列的列：留下的个数是 ceil((quota - 截断值之上的单位) / 一个并列列的单位)，向上取整",
+                     "one tied column too few: the number that stays is ceil((quota - the units above the cut) / one tied "
+                     "column's units), rounded up")
     if got[0] == want[0] and got[1] != want[1]:
         n = sum(1 for c in ties if c <= want[1])
         shown = ", ".join(map(str, ties[:5])) + (", ..." if len(ties) > 5 else "")
@@ -181,6 +211,10 @@ def _cut_why(ctx, z, w, q, got, want) -> str:
         return ctx.t("截断点和 last 都对，kept 不对：kept 是保留下来的列的单位之和（截断值之上的单位 + n × 一个并列列的单位）",
                      "the cut and last are right, kept is not: kept is the units of the kept columns (the units above "
                      "the cut + n times one tied column's units)")
+    if got[0] < want[0] and expect.mass_at_least(z, w, want[0]) == q:
+        return ctx.t(f"在 v = {f32(want[0])} 处，z >= v 的单位之和正好等于 quota，已经够了：截断点是单位之和 >= quota（不是 > quota）"
+                     "的最大的 v；你的搜索越过了它", f"at v = {f32(want[0])} the units at z >= v equal quota exactly, which is "
+                     "enough: the cut is the largest v whose units reach quota (>=, not >); your search went past it")
     if got[0] == got[0] and got[0] not in values:
         return ctx.t(f"{f32(got[0])} 不是这一行的值：按质量的搜索在 lo、hi 收拢到相邻的 key 之前就停了", f"{f32(got[0])} "
                      f"is no value of this row: the search by mass stopped before lo and hi were neighbouring keys")
@@ -215,6 +249,10 @@ def draw_cases(block):
     x[-5:] = torch.tensor([2.0, 1.0, 3.0, 0.5, 2.5])
     yield "the mass in the last block", "质量都在最后一块", x, 1.0, 1.0, [i / 16 for i in range(16)]
     yield "equal values over three blocks", "三个块里都是相等的值", torch.zeros(2 * block + 9), 1.0, 1.0, [i / 16 for i in range(16)]
+    x = torch.full((1000,), -INF)
+    x[[3, 700]] = torch.tensor([-0.5, 0.0])
+    yield ("two columns, u * kept half a unit below the first one's units", "两列，u * kept 比第一列的单位少半个单位", x, 1.0, 1.0,
+           lambda w, kept: [(w[3] - 0.5) / kept, (w[3] + 0.5) / kept])
 
 
 @check("K5.draw", "draw：按列的顺序累加保留列的单位，第一次超过 u · kept 的那一列", "draw: the kept units added in column "
@@ -224,15 +262,17 @@ def k5_draw(ctx):
         for label_en, label_zh, x, t, top_p, us in draw_cases(block):
             plan = row_plan(ctx, x, t, 0, top_p, block)
             z, w, top, scale, (cut, last, kept) = plan.z, plan.w, plan.top, plan.scale, plan.cut
+            us = us(w, kept) if callable(us) else us                              # u placed by the file's own units
             n = len(us)
             called = f"called draw({row_text(x)} [{ctx.t(label_zh, label_en)}], cut={f32(cut)}, last={last}, kept={kept}, u=..., BLOCK={block})"
             got = ctx.probe("draw", called, probes.draw, x[None].expand(n, -1), [t] * n, [top] * n, [cut] * n,
                             [last] * n, [kept] * n, us, scale, block).tolist()
-            for u, token in zip(us, got):
-                want = expect.draw(z, w, cut, last, kept, u)
-                if token != want:
-                    raise Fail(f"{called.replace('u=...', f'u={u!r}')} -> {token}", ctx.t(f"期望第 {want} 列", f"expected column {want}"),
-                               _draw_why(ctx, z, w, cut, last, kept, u, token, block), where="draw")
+            wrong = [(u, token, want) for u, token in zip(us, got) if token != (want := expect.draw(z, w, cut, last, kept, u))]
+            if wrong:
+                u, token, want = wrong[0]
+                at_zero = [u for u, *_ in wrong] == [0.0]                       # every u right but u = 0
+                raise Fail(f"{called.replace('u=...', f'u={u!r}')} -> {token}", ctx.t(f"期望第 {want} 列", f"expected column {want}"),
+                           _draw_why(ctx, z, w, cut, last, kept, u, token, block, at_zero), where="draw")
 
 
 def _restarting(z, w, cut, last, kept, u, block) -> int:
@@ -248,12 +288,31 @@ def _restarting(z, w, cut, last, kept, u, block) -> int:
     return len(w)
 
 
-def _draw_why(ctx, z, w, cut, last, kept, u, token, block) -> str:
+def _draw_why(ctx, z, w, cut, last, kept, u, token, block, at_zero=False) -> str:
+    columns = expect.kept_columns(z, cut, last)
+    if at_zero and token < len(w):
+        return ctx.t(f"只有 u = 0 抽错了：在第 {token} 列，累计的保留单位（0）“达到”了 u · kept = 0。抽样要第一个有单位、累计和“超过” u · kept "
+                     "的列（目标是 floor(u · kept) + 1）", f"only u = 0 went wrong: at column {token} the running kept units "
+                     f"(0) reach u * kept = 0. The draw is the first column with units whose running sum exceeds u * kept "
+                     f"(a target of floor(u * kept) + 1)")
+    floor = int(np.float64(u) * np.float64(float(kept)))
+    keep, running, total = set(columns), [], 0
+    for c, units in enumerate(w):                                                # the running kept units per column
+        total += units if c in keep else 0
+        running.append(total)
+    if token in columns and 0 <= token < len(w) and w[token] == 0 and running[token] >= floor:
+        return ctx.t(f"第 {token} 列没有单位，它的累计和只是“达到”了 u · kept（{floor}）：抽样要第一个有单位、累计和“超过” u · kept 的列",
+                     f"column {token} has no units; its running sum only reaches u * kept ({floor}): the draw is the first "
+                     f"column with units whose running sum exceeds u * kept")
+    late = next((c for c in columns if w[c] and running[c] > floor + 1), None)
+    if late == token:
+        return ctx.t(f"晚了一列：累计和超过 u · kept = {floor}（也就是 >= {floor + 1}）的第一列；你的要它超过 {floor + 1}",
+                     f"one column late: the draw is the first column whose running sum exceeds u * kept = {floor} (that is, "
+                     f">= {floor + 1}); yours waits until it exceeds {floor + 1}")
     if len(w) > block and token == _restarting(z, w, cut, last, kept, u, block):
         return ctx.t("累计的单位每一块都从 0 重新开始了：它要从一块带到下一块（前面各块的单位加上这一块的前缀和）",
                      "the running units start again at 0 in every block: they must carry over from block to block (the "
                      "earlier blocks' units plus this block's prefix)")
-    columns = expect.kept_columns(z, cut, last)
     if token not in columns or w[token] == 0:
         what = ctx.t("不在保留集合里", "is not in the kept set") if token not in columns else ctx.t("没有单位", "has no units")
         return ctx.t(f"第 {token} 列{what}：抽样只能落在有单位的保留列上（z > cut，或 z == cut 且列号 <= last），u 是什么都一样；"

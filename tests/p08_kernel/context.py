@@ -39,6 +39,9 @@ class KernelCtx(StepFirst, SamplerCtx):
     check that fails while a step check fails names that step first (StepFirst)."""
     step_functions: ClassVar[dict] = {cid: "launch_config" if cid == "K1.launch" else cid.split(".")[1]
                                       for cid in STEP_OF_KERNEL}
+    step_depends: ClassVar[dict] = {"K3.mass_at_least": ("K3.units",), "K4.top_p_cut": ("K3.units", "K3.mass_at_least"),
+                                    "K5.draw": ("K3.units",)}   # the steps whose code each one calls
+    independent: ClassVar[frozenset] = frozenset({"C1"})  # what the compiler refuses is its own cause
 
     def where(self, name) -> str | None:
         """file:line of `name`, or the place itself when a check already knows the line ("mine/x.py:42")."""

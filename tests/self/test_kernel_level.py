@@ -143,3 +143,40 @@ def test_the_hints_worked_rows_are_the_kernels_answers():
         l1, l3 = hints.read("p08-kernel", 1, lang), hints.read("p08-kernel", 3, lang)
         assert "row_max -> (4.0, 1)" in l1 and "kth_largest(k=4) -> 1.5" in l1 and "(cut 0.0, last 3" in l1
         assert "3.607" in l3 and "3.246" in l3 and "last = 4" in l3
+
+
+PIVOT_SEARCH = '''    lo = tl.full((), KEY_MIN, tl.int64)
+    width = tl.full((), 1 << 28, tl.int64)
+    for _ in range(8):
+        pivots = tl.minimum(lo + (tl.arange(0, 16) + 1).to(tl.int64) * width, KEY_MAX + 1)
+        counts = tl.zeros((16,), tl.int32)
+        for start in range(0, V, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            z = tl.div_rn(tl.load(row + cols, mask=cols < V, other=float("-inf")), temperature)
+            counts += tl.sum(((z[:, None] >= key_value(pivots)[None, :]) & (cols < V)[:, None]).to(tl.int32), 0)
+        lo += tl.sum((counts >= k).to(tl.int64), 0) * width
+        width = width // 16
+    return key_value(lo)
+'''
+
+# correct kernels in other styles: each passes the checks its choice could trip
+CORRECT_KERNELS = [
+    ("units_by_exp2", ["K3.units", "K3.mass_at_least", "K4.top_p_cut", "K5.draw", "G1"],
+     (("return (tl.exp(z - z_max) * scale).to(tl.int64)",
+       "return (tl.exp2((z - z_max) * 1.4426950408889634) * scale).to(tl.int64)"),)),
+    ("block_256_two_warps", ["K1.launch", "K1.row_max", "G2", "G3", "G4"],
+     (("BLOCK = 1024", "BLOCK = 256"), ("NUM_WARPS = 4", "NUM_WARPS = 2"))),
+    ("sixteen_pivots_a_pass", ["K2.kth_largest", "G1"],
+     (("    lo = tl.full((), KEY_MIN, tl.int64)\n    hi = tl.full((), KEY_MAX + 1, tl.int64)\n    for _ in range(32):\n"
+       "        mid = lo + (hi - lo) // 2\n        enough = count_at_least(row, V, temperature, key_value(mid), BLOCK) >= k\n"
+       "        lo = tl.where(enough, mid, lo)\n        hi = tl.where(enough, hi, mid)\n    return key_value(lo)\n",
+       PIVOT_SEARCH),)),
+]
+
+
+@pytest.mark.parametrize("name,ids,patches", [pytest.param(*c, id=c[0]) for c in CORRECT_KERNELS])
+def test_a_correct_kernel_in_another_style_passes(name, ids, patches, tmp_path):
+    from tests.self.mutants import Mutant
+    impl = mutate("p08-kernel", Mutant(name, ids[0], patches, "a correct style"), tmp_path)
+    results = run("p08-kernel", impl, ids)
+    assert all(r.passed for r in results.values()), {cid: r.lines for cid, r in results.items() if not r.passed}
