@@ -106,7 +106,7 @@ KERNEL = [
     Mutant("cut_ties_rounded_down", "K4.top_p_cut",
            (("n_keep = tl.minimum(tied, (quota - above + weight - 1) // tl.maximum(weight, 1))",
              "n_keep = tl.minimum(tied, tl.maximum((quota - above) // tl.maximum(weight, 1), 1))"),),
-           "the number of tied columns kept rounded down", "the first 8 of them stay"),
+           "the number of tied columns kept rounded down", "rounded up"),
     Mutant("cut_kept_counts_every_tie", "K4.top_p_cut",
            (("    return cut, last, above + n_keep * weight", "    return cut, last, above + tied * weight"),),
            "kept counts every tied column's units", "kept is the units of the kept columns"),
