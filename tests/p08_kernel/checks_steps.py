@@ -219,14 +219,22 @@ def reciprocal_line(ctx) -> str:
                  "torch's x / T")
 
 
-def _kth_why(ctx, x, t, k, got, want, below=False) -> str:
+def _kth_why(ctx, x, t, k, got, want, below=False) -> str:  # noqa: C901 - one cause per branch
     if t != 1.0 and got == float(torch.topk(reciprocal_z(x, t), k).values[-1]):
         return reciprocal_line(ctx)
+    z = expect.z_of(x, t)
+    if got == 0.0 and want < 0 and 0.0 not in z.tolist():
+        return ctx.t("0.0 不是这一行的值，要找的值是负的：搜索的下端要从 KEY_MIN（-inf 的 key）开始，不是从 0 的 key",
+                     "0.0 is no value of this row, and the value sought is negative: the search's low end starts at KEY_MIN "
+                     "(the key of -inf), not at the key of 0")
+    padded = [torch.cat([z, torch.zeros((-len(z)) % b)]) for b in (SMALL_BLOCK, 1024) if len(z) % b]
+    if any(got == float(torch.topk(p, k).values[-1]) != want for p in padded):
+        return ctx.t("最后一块里超出 V 的列被算了进去（当成 0.0）：计数只算 cols < V 的列",
+                     "the columns past V in the last block were counted (as 0.0): count only the columns cols < V")
     if below:
         return ctx.t("每个答案都正好比第 k 大的值小一个浮点数：数的是 z > v 的列。规则是 z >= v 的列至少 k 个（等于候选值的列也算）",
                      "every answer is exactly one float below the k-th value: it counts the columns with z > v. The "
                      "rule counts z >= v, at least k of them (the columns equal to the candidate count too)")
-    z = expect.z_of(x, t)
     values = sorted(set(z.tolist()), reverse=True)
     at_least = int((z >= got).sum()) if got == got else -1
     if got == got and got not in values and at_least == int((z >= want).sum()):

@@ -189,12 +189,19 @@ def k4_top_p_cut(ctx):
             raise Fail(f"{called} -> (cut {f32(got[0])}, last {got[1]}, kept {got[2]})",
                        ctx.t(f"期望 (cut {f32(want[0])}, last {want[1]}, kept {want[2]})",
                              f"expected (cut {f32(want[0])}, last {want[1]}, kept {want[2]})"),
-                       _cut_why(ctx, plan.z, plan.w, q, got, want), where="top_p_cut")
+                       _cut_why(ctx, plan.z, plan.w, q, got, want, block), where="top_p_cut")
 
 
-def _cut_why(ctx, z, w, q, got, want) -> str:
+def _cut_why(ctx, z, w, q, got, want, block=None) -> str:
     values = z.tolist()
     ties = [c for c, v in enumerate(values) if v == want[0]]
+    n = sum(1 for c in ties if c <= want[1])
+    restarting = next((in_block[n - 1] for start in range(0, len(values), block or len(values))
+                       for in_block in [[c for c in ties if start <= c < start + block]] if len(in_block) >= n), -1)
+    if block and len(values) > block and got[0] == want[0] and got[1] != want[1] and got[1] == restarting:
+        return ctx.t("并列的列数每一块都从 0 重新数了：要从一块带到下一块（前面各块的并列数加上这一块里的前缀计数）",
+                     "the count of tied columns starts again at 0 in every block: carry it over from block to block (the "
+                     "earlier blocks' count plus this block's running count)")
     if got[0] == want[0] and sum(1 for c in ties if c <= got[1]) + 1 == sum(1 for c in ties if c <= want[1]):
         return ctx.t("少留了一个并列的列：留下的个数是 ceil((quota - 截断值之上的单位) / 一个并列列的单位)，向上取整",
                      "one tied column too few: the number that stays is ceil((quota - the units above the cut) / one tied "

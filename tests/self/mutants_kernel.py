@@ -58,6 +58,16 @@ KERNEL = [
            ((COUNT_LOAD, '        z = tl.load(row + cols, mask=cols < V, other=float("-inf")) * (1.0 / temperature)\n'
                          '        count += tl.sum((z >= v) & (cols < V), 0).to(tl.int32)'),),
            "z = x * (1 / T) in the count (a blind-round file)", "x * (1 / T)"),
+    Mutant("kth_search_starts_at_zero", "K2.kth_largest",
+           (("    lo = tl.full((), KEY_MIN, tl.int64)\n    hi = tl.full((), KEY_MAX + 1, tl.int64)\n    for _ in range(32):\n"
+             "        mid = lo + (hi - lo) // 2\n        enough = count_at_least(",
+             "    lo = tl.full((), 0, tl.int64)\n    hi = tl.full((), KEY_MAX + 1, tl.int64)\n    for _ in range(32):\n"
+             "        mid = lo + (hi - lo) // 2\n        enough = count_at_least("),),
+           "the search's low end at the key of 0.0 (a blind-round file)", "not at the key of 0"),
+    Mutant("kth_counts_the_padding", "K2.kth_largest",
+           ((COUNT_LOAD, "        z = tl.div_rn(tl.load(row + cols, mask=cols < V, other=0.0), temperature)\n"
+                         "        count += tl.sum(z >= v, 0).to(tl.int32)"),),
+           "the masked columns counted as 0.0 (a blind-round file)", "columns past V"),
     Mutant("kth_forgets_temperature", "K2.kth_largest",
            ((COUNT_LOAD, '        z = tl.load(row + cols, mask=cols < V, other=float("-inf"))\n'
                          '        count += tl.sum((z >= v) & (cols < V), 0).to(tl.int32)'),),
@@ -107,6 +117,9 @@ KERNEL = [
            (("n_keep = tl.minimum(tied, (quota - above + weight - 1) // tl.maximum(weight, 1))",
              "n_keep = tl.minimum(tied, tl.maximum((quota - above) // tl.maximum(weight, 1), 1))"),),
            "the number of tied columns kept rounded down", "rounded up"),
+    Mutant("cut_tie_count_restarts_per_block", "K4.top_p_cut",
+           (("        at = (seen + tl.cumsum(tie, 0) == n_keep) & (tie > 0)", "        at = (tl.cumsum(tie, 0) == n_keep) & (tie > 0)"),),
+           "the count of tied columns starts again in every block (a blind-round file)", "starts again at 0 in every block"),
     Mutant("cut_kept_counts_every_tie", "K4.top_p_cut",
            (("    return cut, last, above + n_keep * weight", "    return cut, last, above + tied * weight"),),
            "kept counts every tied column's units", "kept is the units of the kept columns"),

@@ -168,7 +168,8 @@ CORRECT_KERNELS = [
      (("BLOCK = 1024", "BLOCK = 256"), ("NUM_WARPS = 4", "NUM_WARPS = 2"))),
     ("sixteen_pivots_a_pass", ["K2.kth_largest", "G1"],
      (("    lo = tl.full((), KEY_MIN, tl.int64)\n    hi = tl.full((), KEY_MAX + 1, tl.int64)\n    for _ in range(32):\n"
-       "        mid = lo + (hi - lo) // 2\n        enough = count_at_least(row, V, temperature, key_value(mid), BLOCK) >= k\n"
+       "        mid = lo + (hi - lo) // 2\n"
+       "        enough = count_at_least(row, V, temperature, key_value(mid), BLOCK) >= k\n"
        "        lo = tl.where(enough, mid, lo)\n        hi = tl.where(enough, hi, mid)\n    return key_value(lo)\n",
        PIVOT_SEARCH),)),
 ]
