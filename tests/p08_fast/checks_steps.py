@@ -165,6 +165,12 @@ def t3_window_topk(ctx):
                                                                                "read one short)" if lost[0] == vocab - 1 else "")))
                     elif (stride := flat_stride_line(ctx, x, width, r)) is not None:
                         why.append(stride)
+                    elif lost and (rank := chunk_rank(x[r], lost[0])) is not None and rank < width:
+                        why.append(ctx.t(f"漏掉的值（id {lost[0]}）所在的 chunk，按 chunk 最大值排第 {rank + 1}：W 个最大的值可能分在 W 个 chunk "
+                                         f"里，要读最大值最大的 W 个 chunk（不是 W / CHUNK 个）",
+                                         f"the missed value (id {lost[0]}) sits in the chunk ranked {rank + 1} by its maximum: the "
+                                         f"W largest values may lie in W different chunks, so read the W chunks with the largest "
+                                         f"maxima (not W / CHUNK of them)"))
                     raise Fail(ctx.t(f"called window_topk({shown}) -> 第 {r} 行的值 {rows_text(vals[r:r + 1])}，期望 "
                                      f"{rows_text(expected[r:r + 1])}（torch.topk 的），第一个不同在第 {col} 列",
                                      f"called window_topk({shown}) -> row {r} values {rows_text(vals[r:r + 1])}, expected "
@@ -194,6 +200,16 @@ def t3_window_topk(ctx):
                                ctx.t("每个 id 都要指回它那一列的值：x.gather(1, ids) == values",
                                      "each id must point at its column's value: x.gather(1, ids) == values"),
                                where="window_topk")
+
+
+def chunk_rank(row, column, chunk=64):
+    """The rank (0: the largest) of the chunk holding `column` among the row's whole chunks by their maxima; None when
+    the column lies in the tail that fills no chunk."""
+    whole = len(row) // chunk
+    if column >= whole * chunk:
+        return None
+    maxima = row[:whole * chunk].view(whole, chunk).amax(-1)
+    return int((maxima > maxima[column // chunk]).sum())
 
 
 # ---- T2 canonical_window -----------------------------------------------------------------------------
@@ -280,6 +296,18 @@ def t3_canonical_window(ctx):
         lines = [head, ctx.t(f"第一个不同在第 {col} 列（从 0 数）：相等的值要按 token id 升序（稳定的整行排序给出的顺序）",
                              f"first difference at column {col}: equal values must sit in ascending token id (the order a "
                              f"stable full sort gives)")]
+        runs = [[int(i) for v, i in zip(z[r].tolist(), ids[r].tolist()) if v == value] for value in dict.fromkeys(z[r].tolist())]
+        runs = [run for run in runs if len(run) > 1]
+        if runs and all(run == sorted(run, reverse=True) for run in runs):
+            lines[1] = ctx.t(f"你的相等的值按 token id 降序排（例如 {runs[0][:6]}）：要的是升序", f"your equal values come out in "
+                             f"descending token id (e.g. {runs[0][:6]}): the order is ascending")
+        elif runs and any(run != sorted(run) for run in runs) and all(
+                zi == sorted(zi, reverse=True) for zi in [z[r].tolist()]):
+            lines[1] = ctx.t(f"值的顺序对了，相等的值之间的顺序不是 id 升序（例如 {next(run for run in runs if run != sorted(run))[:6]}）："
+                             "先按 id 排好，再按值排序时用稳定排序（stable=True），相等的值就保持 id 的顺序",
+                             f"the values are in order, yet equal values are not in ascending token id (e.g. "
+                             f"{next(run for run in runs if run != sorted(run))[:6]}): sort by id first, then by value with a "
+                             f"stable sort (stable=True), so equal values keep their id order")
         if demo:
             a, ids_a, b, ids_b = demo
             lines.append(ctx.t(f"为什么：torch.topk 对并列值的顺序随宽度变（全 0 的一行：W={a} 给 id {ids_a}，W={b} 的前 {a} 列是 "

@@ -49,6 +49,11 @@ def t6_inverse_cdf(ctx):
     _check_columns(ctx, f32([[1.0, 1.0, 1.0]]), f32([[hair]]), torch.tensor([[0.9999999999]], dtype=torch.float64, device=dev),
                    f32([[1.0, 0.0, 0.0]]), t("舍入，且只有第 0 列有质量：取第 0 列，绝不取没有质量的列",
                                              "rounding, and only column 0 has mass: column 0, never a column without mass"))
+    # on a GPU the given prefix sums are a tree of adds, whose rounding can raise cs across a column without mass
+    _check_columns(ctx, f32([[1.0, 1.2, 1.7]]), f32([[1.5]]), torch.tensor([[1.1 / 1.5]], dtype=torch.float64, device=dev),
+                   f32([[1.0, 0.0, 0.5]]), t("第 1 列没有质量，cs 却在那里升高了（GPU 上给定的前缀和是一棵加法树，舍入会这样）",
+                                             "column 1 has no mass, yet cs rose there (on a GPU the given prefix sums are a tree "
+                                             "of adds, whose rounding does that)"))
     # u keeps its 53 bits: u * total is computed in float64 (u rounded to float32 is 0.5 here, another column)
     _check_columns(ctx, f32([[0.5, 1.0]]), f32([[1.0]]), torch.tensor([[0.5 - 2 ** -30]], dtype=torch.float64, device=dev),
                    f32([[0.5, 0.5]]), t("u 比 0.5 小 2**-30：u * total 用 float64 算", "u is 2**-30 below 0.5: u * total in float64"))
@@ -91,6 +96,11 @@ def _draw_cause(ctx, cs, total, u, e, got):
     cs_, e_ = cs[0].cpu().tolist(), e[0].cpu().tolist()
     u_, total_ = u[0, 0].item(), total[0, 0].item()
     want = expected_column(cs_, total_, u_, e_)
+    if 0 <= got < len(e_) and e_[got] == 0 and cs_[got] > u_ * total_:
+        return ctx.t(f"第 {got} 列没有质量（e = 0），它的 cs 却高于阈值：要的是第一个 cs > 阈值“且 e > 0”的列（GPU 上的前缀和会在没有质量的"
+                     "列上因舍入升高）", f"column {got} has no mass (e = 0), yet its cs is above the threshold: the draw is the "
+                     f"first column with cs > threshold and e > 0 (on a GPU the prefix sums can rise by rounding at a column "
+                     f"without mass)")
     u32 = float(torch.tensor(u_, dtype=torch.float32))
     if u32 != u_ and got == expected_column(cs_, total_, u32, e_):
         return ctx.t(f"你的列正是 u 舍入成 float32（{u32!r}）时的答案：u 是 53 位的 float64，u * total 要在 float64 里算"
@@ -128,6 +138,7 @@ def _draw_cause(ctx, cs, total, u, e, got):
 # ---- T5 the streams ------------------------------------------------------------------------------------
 BUILT_KEY, SHARED_KEY, LATER_KEY = 2718, 4321, 8765   # torch's seed when the sampler is made, at its first unseeded
                                                       # draw, and at a later one
+FIRST_CALL_KEY = 1357                                 # torch's seed at the first _uniforms call (seeded rows only)
 
 
 def _which_number(ctx, got, want, per_seed):
@@ -148,7 +159,7 @@ def _which_number(ctx, got, want, per_seed):
                      f"it is stream_uniform({key}, {per_seed}): every request with seed {key} shares one stream (streams "
                      f"stored per seed). Each request (req_id) has a stream of its own, whose key is its seed: two requests "
                      f"with the same seed each count from 0")
-    known = dict.fromkeys((key, 7, 8, 9, 11, SHARED_KEY, BUILT_KEY, LATER_KEY, 0))
+    known = dict.fromkeys((key, 7, 8, 9, 11, SHARED_KEY, BUILT_KEY, LATER_KEY, FIRST_CALL_KEY, 0))
     found = next(((k, m) for k in known for m in range(8) if stream_uniform(k, m) == got), None)
     if found is None:
         return None
@@ -159,6 +170,12 @@ def _which_number(ctx, got, want, per_seed):
                      f"（整数 id 也一样，别转换它）",
                      f"it is stream_uniform({k}, {m}): free({freed!r}) did not drop this request's stream, its count went on. "
                      f"free drops the stream under the id exactly as the caller gives it (an int id too: no conversion)")
+    if len(want) > 3 and m == 0 and k != key:
+        freed = want[3]
+        return ctx.t(f"它是 stream_uniform({k}, 0)：free({freed!r}) 把计数归零了，却留下了旧的 key {k}。free 要丢掉整条流，这个请求回来时用"
+                     f"它的新 seed {key} 从头开始",
+                     f"it is stream_uniform({k}, 0): free({freed!r}) reset the count but kept the old key {k}. free forgets the "
+                     f"whole stream, so the request comes back with its new seed {key}, from the start")
     if k == key:
         return ctx.t(f"它是 stream_uniform({k}, {m})：流对了，计数错了（应为 {n}）",
                      f"it is stream_uniform({k}, {m}): the right stream at the wrong count (expected {n})")
@@ -168,6 +185,12 @@ def _which_number(ctx, got, want, per_seed):
                      f"it is the stream keyed by {BUILT_KEY}, torch.initial_seed() when the sampler was made; "
                      f"torch.manual_seed({SHARED_KEY}) came after, before the first unseeded draw: the shared stream reads "
                      f"torch.initial_seed() at the sampler's first unseeded draw, not in __init__")
+    if key == SHARED_KEY and k == FIRST_CALL_KEY:
+        return ctx.t(f"它是 key 为 {FIRST_CALL_KEY} 的流，即第一次调用 _uniforms 时的 torch.initial_seed()，而那次调用里只有带 seed 的行："
+                     f"共用流的 key 在第一次“无 seed 的抽取”时读，那时已经是 torch.manual_seed({SHARED_KEY})",
+                     f"it is the stream keyed by {FIRST_CALL_KEY}, torch.initial_seed() at the first _uniforms call, which had "
+                     f"seeded rows only: the shared stream reads its key at the first unseeded draw, when torch.manual_seed("
+                     f"{SHARED_KEY}) had come")
     if key == SHARED_KEY and k == LATER_KEY:
         return ctx.t(f"它是 key 为 {LATER_KEY} 的流：第一次无 seed 的抽取之后又调用了 torch.manual_seed({LATER_KEY})，你的共用流换了 key。"
                      f"共用流的 key 在第一次无 seed 的抽取时定下，之后不再变（像参考解的共享 generator）",
@@ -235,12 +258,15 @@ def _streams_steps(ctx, sampler):
     def s(seed, n):
         return stream_uniform(seed, n), f"stream_uniform({seed}, {n})", (seed, n)
     t = ctx.t
+    torch.manual_seed(FIRST_CALL_KEY)
     draw(["a", "b", "c", "g"], [seven, eight, seven, greedy], [s(7, 0), s(8, 0), s(7, 0), (0.0, "0.0: greedy", None)],
          t("第一步：c 的 seed 和 a 相同，但有它自己的流", "first step: c has a's seed and a stream of its own"))
+    torch.manual_seed(SHARED_KEY)                                            # no unseeded draw yet: this one counts
     draw(["b", "a"], [eight, seven], [s(8, 1), s(7, 1)], t("第二步，换个顺序", "second step, another order"))
     draw(["u", "v"], [unseeded, unseeded], [s(SHARED_KEY, 0), s(SHARED_KEY, 1)],
-         t(f"无 seed 的行共用一条流；sampler 建好之后才调用了 torch.manual_seed({SHARED_KEY})",
-           f"unseeded rows share one stream; torch.manual_seed({SHARED_KEY}) was called after the sampler was made"))
+         t(f"无 seed 的行共用一条流；torch.manual_seed({SHARED_KEY}) 在 sampler 建好之后、在只有带 seed 的行的调用之后",
+           f"unseeded rows share one stream; torch.manual_seed({SHARED_KEY}) came after the sampler was made and after "
+           f"calls with seeded rows only"))
     torch.manual_seed(LATER_KEY)
     draw(["g", 5, "w"], [hot, seven, unseeded], [s(9, 0), s(7, 0), s(SHARED_KEY, 2)],
          t(f"g 之前是 greedy，还什么都没抽过；5（整数 id）是新请求；之后又调用了 torch.manual_seed({LATER_KEY})，共用流不变",

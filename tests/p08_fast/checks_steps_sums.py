@@ -10,6 +10,18 @@ from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text,
 from tests.p08_fast.step_causes import coarse_units_line, complete_line, float_test_line, inclusive_mass_line, row_mass_line
 
 
+def agrees_on_one_thread(ctx, x, r) -> bool:
+    """Do the file's row totals of x [6, V] agree, alone and in the batch, with one thread? (True: only threads move
+    them; False: something else does, e.g. the number of rows.)"""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone = call(ctx, "row_total", f"e[{r}:{r + 1}]", x[r:r + 1].contiguous()).cpu()
+        return torch.equal(alone[0], call(ctx, "row_total", "e", x).cpu()[r])
+    finally:
+        torch.set_num_threads(threads)
+
+
 # ---- T3 row_total ------------------------------------------------------------------------------------
 @check("T3.row_total", "row_total（第 3 步）：一行的总和，单独算和放在 batch 里逐位相同",
        "row_total (step 3): a row's total, the same bits alone and in a batch",
@@ -48,9 +60,23 @@ def t3_row_total(ctx):
                            ctx.t("row_total 要是这一行的精确和，精确到 float32 的精度：相对误差不超过 1e-6（怎么舍入成 float32 随你）",
                                  "row_total must be the row's exact sum to float32 precision: within 1e-6 of it, relative "
                                  "(how it rounds to float32 is yours to choose)"), where="row_total")
+            if vocab == 151936:                          # 1 and many weights just under a unit at a coarser scale
+                x[3] = 2.99 * 2.0 ** -41
+                x[3, 0] = 1.0
+                total = need_tensor(ctx, "row_total", f"e [6, {vocab}]", call(ctx, "row_total", f"e [6, {vocab}]", x),
+                                    (6, 1)).cpu()
             for r in range(6):
                 alone = call(ctx, "row_total", f"e[{r}:{r + 1}] [1, {vocab}]", x[r:r + 1].contiguous())
                 alone = need_tensor(ctx, "row_total", f"e[{r}:{r + 1}]", alone, (1, 1)).cpu()
+                if not torch.equal(alone[0], total[r]) and not agrees_on_one_thread(ctx, x, r):
+                    raise Fail(ctx.t(f"called row_total(e[{r}:{r + 1}]) [1, {vocab}] -> {bits(alone.item())}，但 "
+                                     f"row_total(e) [6, {vocab}] 的第 {r} 行 -> {bits(total[r, 0].item())}（1 个线程也这样）",
+                                     f"called row_total(e[{r}:{r + 1}]) [1, {vocab}] -> {bits(alone.item())}, but row {r} of "
+                                     f"row_total(e) [6, {vocab}] -> {bits(total[r, 0].item())} (with 1 thread too)"),
+                               ctx.t("不是线程的事：一行的总和随 batch 的行数变了。定点数的 scale（以及别的一切）只能由这一行和 V 决定，不能由 "
+                                     "e.shape[0]（行数）决定", "not the threads: a row's total changes with the number of rows in "
+                                     "the batch. The fixed-point scale (and everything else) may follow from the row and V "
+                                     "only, never from e.shape[0] (the number of rows)"), where="row_total")
                 if not torch.equal(alone[0], total[r]):
                     raise Fail(ctx.t(f"called row_total(e[{r}:{r + 1}]) [1, {vocab}] -> {bits(alone.item())}，但 "
                                      f"row_total(e) [6, {vocab}] 的第 {r} 行 -> {bits(total[r, 0].item())}",
@@ -202,6 +228,19 @@ def t4_filter_window(ctx):
             n_kept, e_kept, kept_mass = expected_window(z[r].cpu().tolist(), top_k[r], top_p[r], row_mass[r])
             zeros_ok = bool((e[r, n_kept:] == 0).all()) and bool((e[r, :n_kept] > 0).all())
             row = f"called filter_window({shown}) -> " + t(f"第 {r} 行", f"row {r}")
+            if e[r, 0].item() != 1.0:
+                raise Fail(t(f"{row}：e {rows_text(e[r:r + 1], 8)}（{label}）", f"{row}: e {rows_text(e[r:r + 1], 8)} ({label})"),
+                           t(f"e 的第 0 列要正好是 1：e = exp(z - z[:, :1])，减的是这一行自己的最大值（窗口的第 0 列），不是整批的；你的是 "
+                             f"{e[r, 0].item():.9g}", f"e's column 0 must be exactly 1: e = exp(z - z[:, :1]), minus the row's "
+                             f"own max (the window's column 0), not the batch's; yours is {e[r, 0].item():.9g}"),
+                           where="filter_window")
+            dropped = e[r, n_kept:].tolist()
+            if dropped and min(dropped) > 0 and max(dropped) <= 1e-6 and len(set(dropped)) == 1:   # one floor value
+                raise Fail(t(f"{row}：e {rows_text(e[r:r + 1], 8)}（{label}）", f"{row}: e {rows_text(e[r:r + 1], 8)} ({label})"),
+                           t(f"删掉的列是 {max(dropped):.1e}，不是 0：像 clamp_min 那样的下限（博客 bug 2）会让被删的 token 还有机会被抽到；"
+                             "用 where / masked_fill 把它们设成正好 0.0", f"the dropped columns hold {max(dropped):.1e}, not 0: a floor "
+                             f"such as clamp_min (the blog's bug 2) leaves removed tokens a chance; set them to exactly 0.0 "
+                             f"with where / masked_fill"), hint=("p08-fast", 1, "q4"), where="filter_window")
             if not zeros_ok:
                 zr = z[r].cpu().tolist()
                 why = [_window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
@@ -229,6 +268,12 @@ def t4_filter_window(ctx):
                 raise Fail(t(f"{row}：cs {rows_text(cs[r:r + 1], 8)}，期望 e {rows_text([e_kept], 8)} 的前缀和（{label}）",
                              f"{row}: cs {rows_text(cs[r:r + 1], 8)}, expected prefix sums of e {rows_text([e_kept], 8)} ({label})"),
                            where="filter_window")
+            if sure[r] != certain[r] and complete:
+                raise Fail(t(f"{row}：certain = {sure[r]}，期望 {certain[r]}（{label}）",
+                             f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})"),
+                           ctx.t("complete=True：窗口就是整行，保留集合不可能伸到窗口外：每一行都 certain（全 True）",
+                                 "complete=True: the window is the whole row, so no kept set can reach past it: every row "
+                                 "is certain (all True)"), where="filter_window")
             if sure[r] != certain[r]:
                 raise Fail(t(f"{row}：certain = {sure[r]}，期望 {certain[r]}（{label}）",
                              f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})"),
