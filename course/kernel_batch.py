@@ -29,10 +29,10 @@ def key_value(key):
     return bits.to(tl.float32, bitcast=True)
 
 
-def float_key(value: float) -> int:
-    """The key of a float32 on the host (key_value's inverse), for tests and notebooks."""
-    bits = int(np.array(value, dtype=np.float32).view(np.int32))
-    return bits if bits >= 0 else bits ^ 0x7FFFFFFF
+def host_key_value(key: int) -> float:
+    """key_value on the host (the notebook's search panel re-enacts the kernel's search with it)."""
+    bits = key if key >= 0 else key ^ 0x7FFFFFFF
+    return float(np.array(bits, dtype=np.int64).astype(np.int32).view(np.float32))
 
 
 def units_scale(vocab: int) -> float:

@@ -55,6 +55,13 @@ class OutOfBounds(Exception):
                          f"{list(shape)}){where}: past its end (a missing mask?)")
 
 
+def innermost(exc: BaseException) -> BaseException:
+    """What a kernel raised, under the interpreter's InterpreterError wrappers (one per launch or helper call)."""
+    while type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
+
+
 def setup(device: str) -> None:
     """Prepare this process for kernels on `device`: the interpreter on a CPU (before any kernel file is imported)."""
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")      # Triton 3.9 warns when it is unset; 1 is its default

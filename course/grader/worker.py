@@ -114,8 +114,8 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
 def _kernel_cause(exc: BaseException) -> BaseException:
     """What a Triton kernel raised, under the interpreter's InterpreterError wrappers; a kernel that did not compile
     because a step still raises its TODO reads as that step's NotImplementedError."""
-    while type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None:
-        exc = exc.__cause__
+    from course.kernel_interp import innermost
+    exc = innermost(exc)
     if type(exc).__name__ == "CompilationError":
         todo = re.search(r"_todo\((\d+[a-z]?), \"([\w.]+)\"\)", str(exc)) and _TODO_OF_SOURCE.search(
             getattr(exc, "src", "") or "")

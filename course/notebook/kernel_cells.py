@@ -8,7 +8,7 @@ import torch
 
 from course import kernel_oracle as oracle
 from course import kernel_probes as probes
-from course.kernel_interp import OutOfBounds, recording
+from course.kernel_interp import OutOfBounds, innermost, recording
 from course.lang import pick
 from course.notebook import kernel_demo
 from course.notebook.panel_search import search_plan
@@ -25,12 +25,6 @@ def show(lines) -> str:
 def f32(x) -> str:
     """A float32 in the fewest digits that tell it from its neighbours."""
     return str(np.float32(x))
-
-
-def innermost(error):
-    while type(error).__name__ == "InterpreterError" and error.__cause__ is not None:
-        error = error.__cause__
-    return error
 
 
 # §0 -------------------------------------------------------------------------------------------------------

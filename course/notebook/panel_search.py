@@ -10,22 +10,16 @@ what the picture shows.
 import math
 
 import ipywidgets as W
-import numpy as np
 import torch
 
 from course import kernel_oracle
 from course.kernel_batch import KEY_MAX, KEY_MIN
+from course.kernel_batch import host_key_value as key_value
 from course.lang import pick
 from course.notebook.layout import panel_box, panel_image, slider_sizes
 from course.notebook.plotting import CROSS_COLOR, FONT_PT, KEPT_COLOR, REMOVED_COLOR, fig_text, new_figure, render_png
 
 PASSES = 32
-
-
-def key_value(key: int) -> float:
-    """The float32 whose key is `key` (course.kernel_batch.key_value, on the host)."""
-    bits = key if key >= 0 else key ^ 0x7FFFFFFF
-    return float(np.array(bits, dtype=np.int64).astype(np.int32).view(np.float32))
 
 
 def demo_row(vocab=40) -> torch.Tensor:

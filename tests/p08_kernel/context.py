@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from course.grader.checks import Fail, Missing
-from course.kernel_interp import OutOfBounds
+from course.kernel_interp import OutOfBounds, innermost
 from tests.p08.context import STEP_OF_PROBLEM, SamplerCtx, StepFirst
 
 STEP_OF_KERNEL = {  # check id -> (zh, en): the step whose rule the check grades, as a fix-first line names it
@@ -19,15 +19,6 @@ STEP_OF_KERNEL = {  # check id -> (zh, en): the step whose rule the check grades
     "K4.top_p_cut": ("第 4 步 top_p_cut", "step 4, top_p_cut"),
     "K5.draw": ("第 5 步 draw", "step 5, draw"),
 }
-
-
-def innermost(exc: BaseException) -> BaseException:
-    """The exception a kernel raised, under the interpreter's InterpreterError wrappers."""
-    seen = set()
-    while type(exc).__name__ == "InterpreterError" and exc.__cause__ is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        exc = exc.__cause__
-    return exc
 
 
 STEP_OF_PROBLEM["p08-kernel"] = STEP_OF_KERNEL
