@@ -1,4 +1,4 @@
-"""Acceptance checks K1-K2 of p08-kernel: steps 1 and 2 of mine/p08_sampler_kernel.py (K3-K5 in checks_steps_mass.py).
+"""Acceptance checks K1-K2 of p08-kernel: steps 1 and 2 of mine/p08_sampler_kernel.py (K3 in checks_steps_mass.py, K4-K5 in checks_steps_cut.py).
 
 Each check runs the learner's function of its own step alone, inside the grader's probe kernels (probes.py), one row
 per launch (a load past that row is then past the tensor, where the interpreter sees it), at the file's own block
@@ -151,9 +151,7 @@ def _row_max_why(ctx, x, t, got_z, got_col, want_z, block) -> str:
         return ctx.t("这是 x 的最大值，没有除以温度：z = x / temperature", "this is the max of x, not divided by the "
                      "temperature: z = x / temperature")
     if t != 1.0 and got_z == float((torch.as_tensor(x, dtype=torch.float32) * inv).max()):
-        return ctx.t("这是 x * (1 / T)：乘倒数舍入两次，和 torch 的 x / T 差一位。用 tl.div_rn(x, temperature)，它和 torch 一样只舍入一次",
-                     "this is x * (1 / T): a reciprocal rounds twice and misses torch's x / T by a bit. tl.div_rn(x, "
-                     "temperature) rounds once, as torch does")
+        return reciprocal_line(ctx)
     if len(x) > block and want_z in z[(len(x) // block) * block:].tolist():
         return ctx.t(f"最大值在最后一个块（第 {(len(x) // block) * block} 列起）：range(0, V, BLOCK) 的每一块都要读到",
                      f"the max is in the last block (from column {(len(x) // block) * block}): every block of range(0, V, "
@@ -202,10 +200,15 @@ def k2_kth_largest(ctx):
             continue
         below = all(got == torch.tensor(want).nextafter(torch.tensor(-INF)).item()
                     for *_, want, got in answers if want > -INF)          # every answer one float below
+        exactly_k = [(got, expect.z_of(x, t), k) for _, _, _, x, t, k, want, got in answers
+                     if k < len(x) and int((expect.z_of(x, t) >= want).sum()) == k]
+        one_more = bool(exactly_k) and all(got == float(torch.sort(z, descending=True).values[k])
+                                            for got, z, k in exactly_k)     # every such answer the (k+1)-th
         called, label_en, label_zh, x, t, k, want, got = wrong[0]
         raise Fail(f"{called} [{ctx.t(label_zh, label_en)}] -> {got:#.9g}",          # both to the same digits
                    ctx.t(f"期望 {want:#.9g}（torch.topk(z, {k}).values[-1]）", f"expected {want:#.9g} "
-                         f"(torch.topk(z, {k}).values[-1])"), _kth_why(ctx, x, t, k, got, want, below), where="kth_largest")
+                         f"(torch.topk(z, {k}).values[-1])"), _kth_why(ctx, x, t, k, got, want, below, one_more),
+                   where="kth_largest")
 
 
 def reciprocal_z(x, t) -> torch.Tensor:
@@ -214,12 +217,12 @@ def reciprocal_z(x, t) -> torch.Tensor:
 
 
 def reciprocal_line(ctx) -> str:
-    return ctx.t("这是 x * (1 / T) 的结果：z 在每一步都要是 tl.div_rn(x, temperature)，和 torch 的 x / T 一样只舍入一次",
-                 "this is what x * (1 / T) gives: z must be tl.div_rn(x, temperature) in every step, rounded once as "
-                 "torch's x / T")
+    return ctx.t("这是 x * (1 / T) 的结果：乘倒数舍入两次，和 torch 的 x / T 差一位。z 在每一步都要是 tl.div_rn(x, temperature)，"
+                 "和 torch 一样只舍入一次", "this is what x * (1 / T) gives: a reciprocal rounds twice and misses torch's "
+                 "x / T by a bit. z must be tl.div_rn(x, temperature) in every step, rounded once as torch's x / T is")
 
 
-def _kth_why(ctx, x, t, k, got, want, below=False) -> str:  # noqa: C901 - one cause per branch
+def _kth_why(ctx, x, t, k, got, want, below=False, one_more=False) -> str:  # noqa: C901 - one cause per branch
     if t != 1.0 and got == float(torch.topk(reciprocal_z(x, t), k).values[-1]):
         return reciprocal_line(ctx)
     z = expect.z_of(x, t)
@@ -250,6 +253,17 @@ def _kth_why(ctx, x, t, k, got, want, below=False) -> str:  # noqa: C901 - one c
         return ctx.t("这是第 k 大的“不同的值”：相等的值要按列各算一次（count(z >= v) 数的是列）",
                      "this is the k-th largest distinct value: equal values count once per column (count(z >= v) counts "
                      "columns)")
+    if one_more and int((z >= want).sum()) == k < len(z) and got == float(torch.sort(z, descending=True).values[k]):
+        return ctx.t(f"这是第 k+1 大的值：z >= {f32(want)} 的列正好 k = {k} 个，已经够了。候选值上面（含）有至少 k 列就留下它：>= k，不是 > k",
+                     f"this is the (k+1)-th largest value: exactly k = {k} columns have z >= {f32(want)}, which is "
+                     f"enough. A candidate with at least k columns at or above it is kept: >= k, not > k")
+    finite = int((z > -INF).sum())
+    if got == -INF and finite >= k:
+        return ctx.t(f"-inf 只在有限值不到 k 个时才是答案，这里有 {finite} 个：搜索从没把下端往上移。每一次都要保留 z >= mid 的列"
+                     "至少 k 个的那一半；lo、hi、mid 是 int64 的 key（它们的差一开始接近 2**32，int32 装不下）",
+                     f"-inf is the answer only when fewer than k columns are finite; here {finite} are: the search never "
+                     f"raised its low end. Each pass keeps the half where at least k columns have z >= mid; lo, hi and "
+                     f"mid are int64 keys (their gap starts near 2**32, past int32)")
     if at_least == k - 1 or (got in values and int((z > got).sum()) >= k):
         return ctx.t(f"z >= {f32(got)} 的列有 {at_least} 个：要找的是 z >= v 的列至少 k 个的最大的 v",
                      f"{at_least} columns have z >= {f32(got)}: the answer is the largest v with at least k columns z >= v")

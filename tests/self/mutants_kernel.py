@@ -53,7 +53,13 @@ KERNEL = [
     Mutant("kth_needs_more_than_k", "K2.kth_largest",
            (("enough = count_at_least(row, V, temperature, key_value(mid), BLOCK) >= k",
              "enough = count_at_least(row, V, temperature, key_value(mid), BLOCK) > k"),),
-           "more than k columns at or above", "at least k columns"),
+           "more than k columns at or above", ">= k, not > k"),
+    Mutant("kth_int32_keys", "K2.kth_largest",
+           (("    lo = tl.full((), KEY_MIN, tl.int64)\n    hi = tl.full((), KEY_MAX + 1, tl.int64)\n    for _ in range(32):\n"
+             "        mid = lo + (hi - lo) // 2\n        enough = count_at_least(",
+             "    lo = tl.full((), KEY_MIN, tl.int32)\n    hi = tl.full((), KEY_MAX + 1, tl.int32)\n    for _ in range(32):\n"
+             "        mid = lo + (hi - lo) // 2\n        enough = count_at_least("),),
+           "the search's ends kept as int32 (a blind-round file)", "never raised its low end"),
     Mutant("kth_counts_with_a_reciprocal", "K2.kth_largest",
            ((COUNT_LOAD, '        z = tl.load(row + cols, mask=cols < V, other=float("-inf")) * (1.0 / temperature)\n'
                          '        count += tl.sum((z >= v) & (cols < V), 0).to(tl.int32)'),),
@@ -112,7 +118,12 @@ KERNEL = [
            "the number of tied columns kept rounded down, zero allowed (a blind-round file)", "rounded up"),
     Mutant("cut_keeps_every_tie", "K4.top_p_cut",
            (("n_keep = tl.minimum(tied, (quota - above + weight - 1) // tl.maximum(weight, 1))", "n_keep = tied"),),
-           "keeps every column tied at the cut", "the first 8 of them stay"),
+           "keeps every column tied at the cut", "columns equal to the cut were kept"),
+    Mutant("cut_tie_weight_summed", "K4.top_p_cut",
+           (("weight = tl.maximum(weight, tl.max(tl.where(z == cut, w, 0), 0))",
+             "weight += tl.sum(tl.where(z == cut, w, 0), 0)"),
+            ("    return cut, last, above + n_keep * weight", "    return cut, last, above + tl.minimum(n_keep, 1) * weight")),
+           "one tied column's units taken as all the ties' units added (a blind-round file)", "not by their sum"),
     Mutant("cut_ties_rounded_down", "K4.top_p_cut",
            (("n_keep = tl.minimum(tied, (quota - above + weight - 1) // tl.maximum(weight, 1))",
              "n_keep = tl.minimum(tied, tl.maximum((quota - above) // tl.maximum(weight, 1), 1))"),),
