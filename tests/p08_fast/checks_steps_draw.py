@@ -89,6 +89,19 @@ def _check_columns(ctx, cs, total, u, e, label):
                        where="inverse_cdf")
 
 
+def _falls_back_to(ctx, cs, total, u, e):
+    """The file's column on the same row with cs flat at the columns without mass (no rise for a draw without the mass
+    test to stop at): a column without mass here comes from its fallback; None when it cannot say."""
+    flat = cs.clone()
+    for j in range(cs.shape[1]):
+        if e[0, j] == 0:
+            flat[0, j] = flat[0, j - 1] if j else 0.0
+    try:
+        return int(ctx.fn("inverse_cdf")(flat, total, u, e)[0, 0])
+    except Exception:  # noqa: BLE001 - it cannot say
+        return None
+
+
 def _draw_cause(ctx, cs, total, u, e, got):
     """One row inverse_cdf got wrong: a line naming the cause when the file's column is what one known mistake gives
     (u rounded to float32, u scaled by the window's last prefix sum) or when its own inverse_cdf, re-run with e made
@@ -96,6 +109,13 @@ def _draw_cause(ctx, cs, total, u, e, got):
     cs_, e_ = cs[0].cpu().tolist(), e[0].cpu().tolist()
     u_, total_ = u[0, 0].item(), total[0, 0].item()
     want = expected_column(cs_, total_, u_, e_)
+    fallback = want == max(j for j, w in enumerate(e_) if w > 0) and not any(
+        c > u_ * total_ and w > 0 for c, w in zip(cs_, e_))                      # no column with mass past u * total
+    if fallback and 0 <= got < len(e_) and e_[got] == 0 and _falls_back_to(ctx, cs, total, u, e) == got:
+        return ctx.t(f"这里没有一个有质量的列的 cs 高于阈值（舍入会这样），就要退回到最后一个有质量的列（第 {want} 列），"
+                     f"不是窗口的最后一列（第 {got} 列，它没有质量）", f"no column with mass has its cs above the threshold "
+                     f"here (rounding does that), so the draw falls back: to the last column with mass ({want}), not to "
+                     f"the window's last column ({got}, which has none)")
     if 0 <= got < len(e_) and e_[got] == 0 and cs_[got] > u_ * total_:
         return ctx.t(f"第 {got} 列没有质量（e = 0），它的 cs 却高于阈值：要的是第一个 cs > 阈值“且 e > 0”的列（GPU 上的前缀和会在没有质量的"
                      "列上因舍入升高）", f"column {got} has no mass (e = 0), yet its cs is above the threshold: the draw is the "
