@@ -62,6 +62,13 @@ def innermost(exc: BaseException) -> BaseException:
     return exc
 
 
+def todo_refused(exc: BaseException) -> bool:
+    """A compiled kernel (a GPU) that reaches a stub's `raise _todo(...)`: Triton refuses the reference to _todo
+    ("Unsupported function referenced") or the raise before the kernel runs; in the interpreter the step raises its
+    NotImplementedError instead."""
+    return "_todo" in str(innermost(exc))
+
+
 def setup(device: str) -> None:
     """Prepare this process for kernels on `device`: the interpreter on a CPU (before any kernel file is imported)."""
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")      # Triton 3.9 warns when it is unset; 1 is its default

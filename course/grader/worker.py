@@ -71,10 +71,11 @@ def _in_language(where: str, lang: str) -> str:
 def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
     """Turn an exception raised during a check into a result: todo, missing, fail or error."""
     from course.grader.checks import Fail, Missing
+    from course.kernel_interp import innermost
     from course.lang import pick
     from course.problems import relpath
 
-    exc = _kernel_cause(exc)
+    exc = innermost(exc)                     # a Triton kernel's error, under the interpreter's wrappers
     if isinstance(exc, Fail):
         hint = exc.hint and list(exc.hint)
         return {"status": "fail", "lines": exc.lines, "where_name": exc.where, "hint": hint}
@@ -109,23 +110,6 @@ def classify(exc: BaseException, impl_path: Path, lang: str) -> dict:
                     f"-v shows the traceback)")
     notes = [n for n in getattr(exc, "__notes__", []) if isinstance(n, str)]
     return {"status": "error", "lines": [text, *notes[-1:]], "where": where}
-
-
-def _kernel_cause(exc: BaseException) -> BaseException:
-    """What a Triton kernel raised, under the interpreter's InterpreterError wrappers; a kernel that did not compile
-    because a step still raises its TODO reads as that step's NotImplementedError."""
-    from course.kernel_interp import innermost
-    exc = innermost(exc)
-    if type(exc).__name__ == "CompilationError":
-        todo = re.search(r"_todo\((\d+[a-z]?), \"([\w.]+)\"\)", str(exc)) and _TODO_OF_SOURCE.search(
-            getattr(exc, "src", "") or "")
-        if todo:
-            return NotImplementedError(todo[0])
-    return exc
-
-
-# a stub's step in a kernel's source, as a compilation error quotes it: raise _todo(2, "kth_largest")
-_TODO_OF_SOURCE = re.compile(r"raise _todo\((\d+[a-z]?), \"([\w.]+)\"\)")
 
 
 def run(problem_name: str, impl: str, device: str, lang: str, ids: list, emit) -> None:

@@ -3,11 +3,14 @@ the grader's probe kernels, with what a kernel can do wrong (a load past the row
 turned into a report line that says so."""
 from __future__ import annotations
 
+import inspect
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from course.grader.checks import Fail, Missing
-from course.kernel_interp import OutOfBounds, innermost
+from course.kernel_interp import OutOfBounds, innermost, todo_refused
 from tests.p08.context import STEP_OF_PROBLEM, SamplerCtx, StepFirst
 
 STEP_OF_KERNEL = {  # check id -> (zh, en): the step whose rule the check grades, as a fix-first line names it
@@ -22,6 +25,9 @@ STEP_OF_KERNEL = {  # check id -> (zh, en): the step whose rule the check grades
 
 
 STEP_OF_PROBLEM["p08-kernel"] = STEP_OF_KERNEL
+
+# a stub's unwritten step: raise _todo(2, "kth_largest")
+_TODO_CALL = re.compile(r'raise (_todo\((\d+[a-z]?), "([\w.]+)"\))')
 
 
 @dataclass
@@ -39,6 +45,41 @@ class KernelCtx(StepFirst, SamplerCtx):
         if ":" in str(name) and str(name).rsplit(":", 1)[1].isdigit():
             return name
         return super().where(name)
+
+    def run(self, check) -> None:
+        """StepFirst's run; a step not written yet reads as such on a GPU too (kernel_cause)."""
+        try:
+            super().run(check)
+        except (Fail, Missing, NotImplementedError):
+            raise
+        except Exception as exc:
+            cause = self.kernel_cause(exc)
+            if isinstance(cause, NotImplementedError):
+                raise cause from None
+            raise
+
+    def kernel_cause(self, exc, name=None) -> BaseException:
+        """What a kernel raised, as the learner reads it: under the interpreter's wrappers (innermost); and where the
+        kernel is compiled (a GPU), a stub's `raise _todo(...)` never runs: Triton refuses the reference to _todo
+        ("Unsupported function referenced") or the raise. Then it is the NotImplementedError that the unwritten step
+        raises in the interpreter, at its line of the file: step `name`'s own, else that of a step it calls, else the
+        file's first."""
+        inner = innermost(exc)
+        if isinstance(inner, NotImplementedError) or not todo_refused(inner):
+            return inner
+        lines = Path(self.impl_path).read_text(encoding="utf-8").splitlines()
+        todos = [(number, m) for number, text in enumerate(lines, 1) for m in [_TODO_CALL.search(text)] if m]
+        fn = getattr(self.impl, name, None) if name else None
+        called = set(re.findall(r"\b(\w+)\(", inspect.getsource(getattr(fn, "fn", fn)))) if fn else set()
+        mine = [todo for todo in todos if todo[1][3] == name] or [todo for todo in todos if todo[1][3] in called]
+        if not (mine or todos):
+            return inner
+        number, m = (mine or todos)[0]
+        try:                                   # the file's own _todo, raised at that line: the report's usual "todo"
+            exec(compile("\n" * (number - 1) + "raise " + m[1], self.impl_path, "exec"), vars(self.impl))
+        except NotImplementedError as todo:
+            return todo
+        return inner
 
     def step_fn(self, name):
         """The learner's @triton.jit function `name` (Missing when the file has none)."""
@@ -59,7 +100,7 @@ class KernelCtx(StepFirst, SamplerCtx):
     def kernel_error(self, exc, called, name):
         """The exception to report for a kernel that raised: a load or store out of bounds as a Fail, the rest as it
         is (the worker finds the learner's line in its traceback), noting the call."""
-        inner = innermost(exc)
+        inner = self.kernel_cause(exc, name)
         if isinstance(inner, OutOfBounds):
             line = f"{self.file}:{inner.line[1]}" if inner.line else None
             return Fail(called + " -> " + self.t(f"越界的{'读' if inner.kind == 'load' else '写'}：{inner.name} 的第 "

@@ -1,5 +1,6 @@
 """The kernel level is graded right: every known-buggy kernel fails the check aimed at it with the cause named, the
 steps pass one by one as they are written, and the interpreter's additions (launch records, memory checks) hold."""
+import os
 import re
 
 import pytest
@@ -115,6 +116,65 @@ def test_a_kernel_that_never_ends_is_stopped_at_its_line(tmp_path):
             "kth_largest": body("kth_largest", "return key_value(lo)")}
     assert name and at and name[1] in loop and int(at[1]) in loop[name[1]], out    # a line of the endless search,
     #                                                                                 wherever the limit found it
+
+
+def test_a_step_not_written_reads_as_such_when_the_kernel_is_compiled(tmp_path):
+    """On a GPU a stub's `raise _todo(...)` inside a jit function never runs: Triton refuses the reference to _todo
+    when it hashes the kernel. The report still names the unwritten step, at its line: the probed step's own, else
+    that of a step it calls; a whole check's error too."""
+    import json
+    import subprocess
+    import sys
+    import types
+
+    from course.grader.worker import classify
+    from course.loader import load_module
+    from tests.p08_kernel.checks_compile import TARGET
+    from tests.p08_kernel.context import KernelCtx
+
+    stub = problems.get("p08-kernel").path("stub")
+    job = {"path": str(stub), "kernel": "row_max", "signature": {"row": "*fp32", "V": "i32", "temperature": "fp32",
+           "BLOCK": "constexpr"}, "constants": {"BLOCK": 128}, "options": {}, "target": TARGET}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-m", "tests.p08_kernel.compile_probe", json.dumps(job)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "_todo" in answer.get("reason", ""), answer                  # what the compiler says of the stub's step
+    refused = RuntimeError(answer["reason"])
+
+    def compiled_stub_step():
+        raise refused
+    from course.notebook.kernel_impl import _written
+    assert not _written(compiled_stub_step)                             # the notebook counts it as not written
+
+    def graded(path, name):
+        ctx = KernelCtx(problem=problems.get("p08-kernel"), impl=load_module(path), impl_path=str(path),
+                        device="cpu", lang="en")
+        return ctx, classify(ctx.kernel_cause(refused, name), path, "en")
+
+    def line_of(path, text):
+        return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+    for name, step in (("row_max", 1), ("kth_largest", 2), ("top_p_cut", 4)):
+        ctx, result = graded(stub, name)
+        assert result["status"] == "todo", result
+        assert result["lines"][0].startswith(f"not implemented yet: {name} (step {step}, see notebooks/en/"), result
+        todo = f'raise _todo({step}, "{name}")'
+        assert result["where"].endswith(f":{line_of(stub, todo)}"), result
+
+    calls = tmp_path / "calls.py"                     # a written step that calls an unwritten one
+    calls.write_text("import triton\n\n\ndef _todo(step, name):\n    return NotImplementedError(f\"p08-kernel step "
+                     "{step} {name}: see notebooks/p08_kernel.ipynb §{step}\")\n\n\n@triton.jit\ndef first(x):\n"
+                     "    raise _todo(1, \"first\")\n\n\n@triton.jit\ndef units(z):\n    raise _todo(3, \"units\")\n"
+                     "\n\n@triton.jit\ndef mass(z):\n    return units(z) + 1\n", encoding="utf-8")
+    _, result = graded(calls, "mass")
+    assert result["status"] == "todo" and result["lines"][0].startswith("not implemented yet: units (step 3"), result
+    assert result["where"].endswith(f":{line_of(calls, 'raise _todo(3')}"), result
+
+    def whole(_ctx):
+        raise refused                                  # as the stub's sample() would, its kernel refused
+    with pytest.raises(NotImplementedError, match="step 1 launch_config"):
+        ctx.run(types.SimpleNamespace(id="G1", fn=whole))
 
 
 def test_the_hints_worked_rows_are_the_kernels_answers():
