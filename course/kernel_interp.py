@@ -114,12 +114,12 @@ def _wrap_run(cls) -> None:
     def recorded_run(self, *args, grid, warmup, **kwargs):
         if _LAUNCHES and not warmup:
             names = list(inspect.signature(self.fn).parameters)
+            constexprs = _constexprs(self.fn)
             bound = dict(zip(names, args)) | kwargs
             shapes = {k: tuple(v.shape) for k, v in bound.items() if hasattr(v, "data_ptr")}
-            params = {k: v for k, v in kwargs.items() if not hasattr(v, "data_ptr") and k in _constexprs(self.fn)
+            params = {k: v for k, v in kwargs.items() if not hasattr(v, "data_ptr") and k in constexprs
                       or k in ("num_warps", "num_stages", "num_ctas")}
             shown = grid(dict(bound)) if callable(grid) else grid
-            constexprs = _constexprs(self.fn)
             signature = {k: "constexpr" if k in constexprs else _type_of(v) for k, v in bound.items() if k in names}
             launch = Launch(self.fn.__name__, tuple(int(g) for g in shown), params, shapes, signature)
             for launches in _LAUNCHES:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from course.kernel_batch import units_scale
+from course.kernel_batch import units_scale as scale_of  # noqa: F401  (the oracle's name for the given fixed point)
 
 INF = float("inf")
 
@@ -71,7 +71,3 @@ def draw(z, w, cut, last, kept, u) -> int:
             if running >= target:
                 return c
     return with_mass
-
-
-def scale_of(vocab) -> float:
-    return units_scale(vocab)

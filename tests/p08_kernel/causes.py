@@ -1,9 +1,10 @@
 """Why a whole-kernel check failed: the learner's own steps re-run, one at a time, on the very row, each against what
-it must return (tests/p08_kernel/expect.py). The first step that is wrong is the cause: the check says "fix K<n>
+it must return (course/kernel_oracle.py). The first step that is wrong is the cause: the check says "fix K<n>
 first" and names it, instead of guessing from the kernel's output."""
 import torch
 
 from course import kernel_oracle as expect, kernel_probes as probes
+from course.kernel_batch import knobs
 from tests.p08_kernel.checks_steps import f32, learners_block
 from tests.p08_kernel.checks_steps_mass import units_allowance
 from tests.p08_kernel.context import STEP_OF_KERNEL
@@ -81,16 +82,9 @@ def penalised(ctx, logits_row, params, prev):
     return penalized_fp32(logits_row[None].float(), [params], [prev])[0].cpu()
 
 
-def knobs_of(params, vocab):
-    """(t, top_k, top_p) as the given kernel reads them (0: off; top_p 1: off)."""
-    top_k = params.top_k if 0 < params.top_k < vocab else 0
-    return params.temperature, top_k, min(params.top_p, 1.0)
-
-
 def row_cause(ctx, logits_row, params, prev, u=None) -> list:
     """cause_line for one request's row (its draw at u too, when given), or []; greedy rows: row_max alone."""
     x = penalised(ctx, torch.as_tensor(logits_row), params, prev)
-    t, top_k, top_p = knobs_of(params, len(x))
-    if params.temperature < 1e-5:
-        t, top_k, top_p = 1.0, 0, 1.0
-    return cause_line(ctx, first_wrong_step(ctx, x, t, top_k, top_p, None if params.temperature < 1e-5 else u))
+    t, top_k, top_p, _ = knobs([params], len(x), [0.0], "cpu")[0].tolist()    # as the given kernel reads them
+    greedy = t == 0.0                                                            # (greedy: t 0, no filter)
+    return cause_line(ctx, first_wrong_step(ctx, x, 1.0 if greedy else t, int(top_k), top_p, None if greedy else u))
