@@ -1,8 +1,8 @@
 """The fast path's given plumbing: the batch put together around the learner's step functions.
 
 mine/p08_sampler_fast.py (and solutions/p08_sampler_fast.py) write the ideas: a route by the row alone, a
-canonical tie order, an order-free row total, the kept count and certainty inside a window, the streams and the
-draw. This module does the rest: the penalty (p08's step 1, on (row, id) pairs), the one upload, the windows of
+canonical tie order, a row total the same in any batch, the kept count and certainty inside a window, the streams
+and the draw. This module does the rest: the penalty (p08's step 1, on (row, id) pairs), the one upload, the windows of
 each route, the one host sync, the exact route's hand-off, the scatter to [B, V], and sample()'s glue. The
 learner's functions arrive as `steps` (a Steps tuple, built by the sampler file's `_steps()`); nothing here
 reads an attribute that the learner's code sets on the side.
@@ -35,7 +35,7 @@ class Steps(NamedTuple):
     """The learner's step functions, as the given code calls them."""
     route: object             # (params, vocab) -> Routes
     window_topk: object       # (x [n, V], width) -> (values [n, W] descending, ids [n, W])
-    canonical_window: object  # (z [n, W], ids [n, W]) -> (z, ids), equal values in ascending id
+    canonical_window: object  # (z [n, W], ids [n, W]) -> (z, ids), equal values in p08's order
     row_total: object         # (e [n, V] in [0, 1]) -> [n, 1] float32, the same in any batch
     filter_window: object     # (z, top_k, top_p, row_mass, complete) -> (e, cs, total, certain)
     inverse_cdf: object       # (cs, total, u, e) -> columns [n, 1]

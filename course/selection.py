@@ -20,8 +20,8 @@ N_BUCKETS = (0x3F800000 >> BUCKET_SHIFT) + 1    # weights lie in [0, 1]; 0x3F800
 
 
 def row_weights(z, top=None, out=None, with_units=True):
-    """z [n, V] -> e = exp(z - max) [n, V] in [0, 1] and units [n, V] int64 = floor(e * 2**(62 - V.bit_length())):
-    fixed-point weights whose int64 sums are exact (< 2**62) in any order, so a row's total is the same in any batch.
+    """z [n, V] -> e = exp(z - max) [n, V] in [0, 1] and units [n, V] int64, e in fixed point (fixed_point): the
+    exact route's weights.
 
     top [n, 1]: the rows' max when the caller knows it (a window's first column); out: buffers (e, units, scratch
     fp32), by default the ones kept for this shape (_work: fresh 10-100 MB tensors cost page faults that can exceed
@@ -39,7 +39,8 @@ def row_weights(z, top=None, out=None, with_units=True):
 
 
 def fixed_point(e, out=None):
-    """e [n, V] in [0, 1] -> units [n, V] int64 = floor(e * 2**(62 - V.bit_length())), into out (units, scratch)."""
+    """e [n, V] in [0, 1] -> units [n, V] int64, e in fixed point (V of them sum below 2**62), into out (units,
+    scratch)."""
     units, scratch = out if out is not None else (torch.empty(e.shape, dtype=torch.long, device=e.device), None)
     return units.copy_(torch.mul(e, 2.0 ** (62 - e.shape[-1].bit_length()), out=scratch))  # [n, V] floor
 
@@ -47,8 +48,8 @@ def fixed_point(e, out=None):
 def weights_and_buckets(z, out=None):
     """z [n, V] -> e = exp(z - max) [n, V], bucket [n, V] int64 (grows with e), units [n, V] int64.
 
-    bucket = e's float bits >> 16: a log-scale histogram bin (exponent and 7 mantissa bits); units = floor(e *
-    2**(62 - V.bit_length())): fixed-point weights whose int64 sums are exact (< 2**62), in any order (row_weights).
+    bucket = e's float bits >> 16: a log-scale histogram bin (exponent and 7 mantissa bits); units: e in fixed point
+    (fixed_point).
     out: optional buffers (e, bucket, units, scratch fp32), reused across calls.
     """
     e, bucket, units, scratch = out or (torch.empty_like(z), *(torch.empty(z.shape, dtype=torch.long,

@@ -6,7 +6,7 @@ five ideas that make that true (search for TODO(p08-fast.)); the plumbing around
 (course/fast_batch.py: the penalty, the one upload, a window per route, the one host sync, the exact route for
 rows a window cannot settle, the scatter to [B, V]; it calls your functions through `_steps()` at the bottom).
   1  route            each row's route from its own params            notebook §1
-  2  the window       the top W values; equal values in token-id order   §2
+  2  the window       the top W values; equal values in one order at any W §2
   3  row_total        a row total that rounds the same in any batch        §3
   4  filter_window    the kept count, and whether the window settles it    §4
   5  streams, draw    one uniform per row from its own stream              §5
@@ -35,7 +35,7 @@ def route(params, vocab):
     greedy: temperature < GREEDY_TEMPERATURE, whatever its filters. Else top-k on (0 < top_k < vocab): top_k when
     top_k <= WINDOW_K, exact above. Else top-p on (top_p < 1): top_p. Else plain (the whole row).
     """
-    # TODO(p08-fast.1): a row's route follows from its own params and V alone, never from its peers'.
+    # TODO(p08-fast.1): notebook §1's probe: a peer moved a row's route. What may a route read, that no peer moves?
     raise _todo(1, "route")
 
 
@@ -45,23 +45,25 @@ def window_topk(x, width):
 
     Any exact answer passes. Stretch (hint 3): read only the chunks of CHUNK logits that can hold the top W.
     """
-    # TODO(p08-fast.2): the seed's idea: the top W of each row without sorting all V of them.
+    # TODO(p08-fast.2): the seed's idea: the top W of each row, without sorting all V of them.
     raise _todo(2, "window_topk")
 
 
 def canonical_window(z, ids):
-    """Step 2: the same window, values still descending, equal values in ascending token id."""
-    # TODO(p08-fast.2): windows of any width W put equal values in one order.
+    """Step 2: the same window, values still descending, equal values in the order p08 puts them in, at any W."""
+    # TODO(p08-fast.2): notebook §2's probe: torch.topk orders equal values one way at W 8, another at W 16.
+    #                   Which order would every width agree on?
     raise _todo(2, "canonical_window")
 
 
 # step 3: a row total whose rounding is the row's alone ------------------------------------------------
 def row_total(e):
-    """Step 3: e [n, V], weights in [0, 1] -> [n, 1] float32, each row's sum: the same bits alone or in a batch.
+    """Step 3: e [n, V], weights in [0, 1] -> [n, 1] float32, each row's sum: the same bits alone or in any batch,
+    on any number of threads.
 
     Precision: the exact sum to float32 precision (within 1e-6 of it, relative); how it rounds to float32 is free.
     """
-    # TODO(p08-fast.3): a sum whose result cannot depend on the order of its adds.
+    # TODO(p08-fast.3): notebook §3's probe: torch.sum gives a lone row and the same row in a batch different bits.
     raise _todo(3, "row_total")
 
 
@@ -69,29 +71,28 @@ def row_total(e):
 def filter_window(z, top_k, top_p, row_mass, complete):
     """Step 4: p08's top-k and top-p on a canonical window z [n, W] (descending, temperature applied).
 
-    In:  top_k [n, 1] long (0: off) · top_p [n, 1] float (inf: off) · row_mass [n, 1], the row's mass over all V
-         relative to its max (a top-p-only row's 100 %; None when every row has top-k on) · complete: the window
-         is the whole row.
+    In:  top_k [n, 1] long (0: off; W > top_k) · top_p [n, 1] float (inf: off) · row_mass [n, 1], the row's mass
+         over all V relative to its max (a top-p-only row's 100 %; None when every row has top-k on) · complete:
+         the window is the whole row.
     Out: e [n, W] = exp(z - max), exactly 0 outside the kept set · cs = cumulative(e) [n, W] · total [n, 1], the
-         kept mass · certain [n] bool: this row's kept set cannot reach past its own window (all True if complete).
+         kept mass · certain [n] bool: the row's own columns prove that its kept set ends inside its window (all
+         True if complete); the given exact route settles the rows that are not certain.
     p08's rules:
       - top-k keeps the values >= the k-th; top-p's 100 % is the top-k mass, or row_mass;
       - a column's mass before is the sum of e over the columns left of it;
       - drop every column from the first whose mass before reaches top_p of the 100 % (column 0 always stays).
     """
-    # TODO(p08-fast.4): decide each row by its own columns. Where its kept set may reach past its window (equal
-    #                   values at the cut, a nucleus longer than W), it is not certain: the given exact route
-    #                   settles it. Where it is certain, nothing may move when the peers make W wider or the window
-    #                   ends in zeros.
+    # TODO(p08-fast.4): notebook §4's two probes. A row's certain, and a certain row's e, cs and total, are the same
+    #                   bits at every width W the peers choose. How can a row tell, from its own columns, that its
+    #                   kept set ends inside its window?
     raise _todo(4, "filter_window")
 
 
 # step 5: the streams and the draw ---------------------------------------------------------------------
 def inverse_cdf(cs, total, u, e):
     """Step 5: the drawn column [n, 1]: the first column with mass whose prefix sum exceeds u * total, u [n, 1]
-    float64 in [0, 1) and u * total computed in float64 (u's 53 bits); where rounding leaves no such column, the last
-    column with mass."""
-    # TODO(p08-fast.5): never a column outside the kept set, whatever u is.
+    float64 in [0, 1) and u * total computed in float64 (u's 53 bits)."""
+    # TODO(p08-fast.5): never a column without mass, whatever u is and however the sums round.
     raise _todo(5, "inverse_cdf")
 
 
@@ -99,15 +100,15 @@ class FastSampler:
     """Same contract as p08's Sampler; one vectorized pass per batch, bit-for-bit batch invariant."""
 
     def __init__(self):
-        # TODO(p08-fast.5): a stream is a key and a count of the numbers drawn so far. One stream per seeded request,
-        #                   whose key is its seed, kept until free() (a request that comes back with another seed keeps
-        #                   it); one shared by every unseeded request, keyed by torch.initial_seed() as it is at this
-        #                   sampler's first unseeded draw (a torch.manual_seed after __init__ counts).
+        # TODO(p08-fast.5): the streams, as p08 has generators: one per seeded request, whose key is its seed,
+        #                   kept until free() (a request that comes back with another seed keeps it); one shared by
+        #                   every unseeded request, keyed by torch.initial_seed() as it is at this sampler's first
+        #                   unseeded draw (a torch.manual_seed after __init__ counts).
         pass
 
     def _uniforms(self, req_ids, params):
-        """Step 5: [B] floats in [0, 1): row i's next number of its request's stream, stream_uniform(key, count),
-        after which that stream's count goes up by one. Greedy rows draw nothing (0.0)."""
+        """Step 5: [B] floats in [0, 1): row i's next number of its request's stream (course/streams.py). Greedy
+        rows draw nothing (0.0)."""
         # TODO(p08-fast.5): what a row draws depends on its stream alone: not on the batch's size, the window's
         #                   width or the row's place in the batch.
         raise _todo(5, "FastSampler._uniforms")

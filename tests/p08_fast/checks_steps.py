@@ -241,8 +241,8 @@ def _canonical_violation(z_in, ids_in, z, ids):
     return None
 
 
-@check("T2.canonical_window", "canonical_window（第 2 步）：窗口按值降序，相等的值按 token id 升序",
-       "canonical_window (step 2): descending values, equal values in ascending token id",
+@check("T2.canonical_window", "canonical_window（第 2 步）：窗口按值降序，相等的值在任何宽度下同一个顺序",
+       "canonical_window (step 2): descending values, equal values in one order at every width",
        hint=("p08-fast", 2, "s2"))
 @step("canonical_window")
 def t3_canonical_window(ctx):

@@ -230,8 +230,8 @@ def _which_number(ctx, got, want, per_seed):
                  f"it is stream_uniform({k}, {m}): another stream's number, not this row's own (key {key})")
 
 
-@check("T5.streams", "_uniforms 与 free（第 5 步）：每个请求自己的计数流，greedy 不抽，free 重来，无 seed 的共用一条",
-       "_uniforms and free (step 5): each request's own counted stream, greedy rows draw nothing, free restarts, "
+@check("T5.streams", "_uniforms 与 free（第 5 步）：每个请求自己的流，greedy 不抽，free 重来，无 seed 的共用一条",
+       "_uniforms and free (step 5): each request's own stream, greedy rows draw nothing, free restarts, "
        "unseeded rows share one", hint=("p08-fast", 2, "s5"))
 @step("FastSampler._uniforms")
 def t6_streams(ctx):
