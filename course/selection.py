@@ -175,8 +175,7 @@ def exact_rows(x, temp, top_k, top_p, u=None, has_top_k=True, unit_temp=False, w
     weighed its rows for their 100 %): the pass over [n, V] is not paid twice.
     Every decision is an integer crossing (before < quota <= after) in the reference's order: top-k counts to the
     k-th value and weighs 0 below it; top-p cuts at the crossing token c of ceil(top_p * mass) and keeps the tokens
-    at or ahead of c; the draw is the crossing token of u * kept. Fixed-point int64 weights add exactly in any
-    order, so a row's answer is the same in any batch and on any device. Rows of a small vocabulary sort instead.
+    at or ahead of c; the draw is the crossing token of u * kept. Rows of a small vocabulary sort instead.
     """
     n, vocab, dev = x.shape[0], x.shape[1], x.device
     small = vocab <= SORT_MAX_V

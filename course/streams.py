@@ -1,16 +1,10 @@
-"""Counter-based random streams: a request's n-th uniform is a pure function of (its seed, n).
+"""Counter-based random streams: the n-th uniform of the stream keyed by a seed is a pure function of (seed, n).
 
-The fast path's step 5 (solutions/p08_sampler_fast.py) keeps no generator object per request, only a count of
-the draws each request has made. Its n-th uniform is `stream_uniform(seed, n)`: SplitMix64 (Steele, Lea and
-Flood, 2014), whose n-th output for a seed s is mix(s + (n + 1) * GAMMA). The seed is mixed once first, so
-neighbouring seeds (1000, 1001, ...) do not give shifted copies of one stream.
-
-Why a counter instead of a torch.Generator per request: a generator must be called once per seeded row (one op
-each, so a call's cost grows with the batch), while a counter is a Python int. The uniforms of the whole batch
-are computed on the host with the other per-row knobs and reach the device in the one upload the call makes
-anyway. The stream keeps the contract of a generator: continuous across steps (the count goes on), reset by
-free (the count is dropped), decided by the seed, and the same in any batch (nothing in it depends on the
-other rows). vLLM's and SGLang's seeded sampling key their streams the same way, on the device.
+`stream_uniform(seed, n)` is SplitMix64 (Steele, Lea and Flood, 2014), whose n-th output for a seed s is
+mix(s + (n + 1) * GAMMA). The seed is mixed once first, so neighbouring seeds (1000, 1001, ...) do not give
+shifted copies of one stream. Nothing here remembers anything between calls. The uniforms of a whole batch are
+computed on the host with the other per-row knobs and reach the device in the one upload a call makes anyway.
+vLLM's and SGLang's seeded sampling key their streams the same way, on the device.
 """
 import numpy as np
 

@@ -5,12 +5,13 @@ whole batch, and a row's numbers must come out the same, bit for bit, alone or b
 five ideas that make that true (search for TODO(p08-fast.)); the plumbing around them is given
 (course/fast_batch.py: the penalty, the one upload, a window per route, the one host sync, the exact route for
 rows a window cannot settle, the scatter to [B, V]; it calls your functions through `_steps()` at the bottom).
-  1  route            each row's route from its own params            notebook §1
-  2  the window       the top W values; equal values in one order at any W §2
-  3  row_total        a row total that rounds the same in any batch        §3
-  4  filter_window    the kept count, and whether the window settles it    §4
-  5  streams, draw    one uniform per row from its own stream              §5
-Grade: ./check.sh p08-fast (one step: --step 1; --watch re-grades on save). Stuck: ./check.sh p08-fast --hint 1.
+  1  route            each row's route: greedy, top_k, top_p, plain or exact  notebook §1
+  2  the window       the top W values; equal values in one order at any W    §2
+  3  row_total        a row total that rounds the same in any batch           §3
+  4  filter_window    the kept count, and whether the window settles it       §4
+  5  streams, draw    one uniform per row from its own stream                 §5
+Grade: ./check.sh p08-fast (one step: --step 1; --watch re-grades on save). Stuck: ./check.sh p08-fast --hint
+(each call one level more: 1 questions, 2 step by step, 3 code).
 """
 import torch  # noqa: F401  (your steps use it)
 
@@ -43,14 +44,14 @@ def route(params, vocab):
 def window_topk(x, width):
     """Step 2: x [n, V] -> (values [n, W] descending, their token ids [n, W]): each row's `width` largest values.
 
-    Any exact answer passes. Stretch (hint 3): read only the chunks of CHUNK logits that can hold the top W.
+    Any exact answer passes. Stretch (hints 2 and 3): read only the chunks of CHUNK logits that can hold the top W.
     """
     # TODO(p08-fast.2): the seed's idea: the top W of each row, without sorting all V of them.
     raise _todo(2, "window_topk")
 
 
 def canonical_window(z, ids):
-    """Step 2: the same window, values still descending, equal values in the order p08 puts them in, at any W."""
+    """Step 2: the same window, values still descending, equal values in an order that no width W changes."""
     # TODO(p08-fast.2): notebook §2's probe: torch.topk orders equal values one way at W 8, another at W 16.
     #                   Which order would every width agree on?
     raise _todo(2, "canonical_window")
@@ -72,8 +73,8 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     """Step 4: p08's top-k and top-p on a canonical window z [n, W] (descending, temperature applied).
 
     In:  top_k [n, 1] long (0: off; W > top_k) · top_p [n, 1] float (inf: off) · row_mass [n, 1], the row's mass
-         over all V relative to its max (a top-p-only row's 100 %; None when every row has top-k on) · complete:
-         the window is the whole row.
+         over all V relative to its max (a top-p-only row's 100 %, unused where top-k is on; None when every row
+         has top-k on) · complete: the window is the whole row.
     Out: e [n, W] = exp(z - max), exactly 0 outside the kept set · cs = cumulative(e) [n, W] · total [n, 1], the
          kept mass · certain [n] bool: the row's own columns prove that its kept set ends inside its window (all
          True if complete); the given exact route settles the rows that are not certain.
