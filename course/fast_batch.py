@@ -138,7 +138,7 @@ def windows(steps, x, params, routes, knobs, order):
         if name == "top_p":                                                      # [n, 1] top-p's 100 %: all of V
             z_all = xs if all(params[i].temperature == 1 for i in members) else xs / temp  # x / 1 is x
             weighed = row_weights(z_all, z[:, :1], with_units=False)             # ([n, V] e, None): the exact
-            row_mass = steps.row_total(weighed[0])                               # route makes units if it needs
+            row_mass = steps.row_total(weighed[0])                               # route weighs e its own way
         complete = name == "top_p" and width == vocab                            # top-k rows: each row's own rule
         e, cs, total, certain = steps.filter_window(z, top_k, top_p, row_mass, complete)
         parts.append((rows, e, cs, total, ids))
