@@ -35,7 +35,7 @@ class Steps(NamedTuple):
     """The learner's step functions, as the given code calls them."""
     route: object             # (params, vocab) -> Routes
     window_topk: object       # (x [n, V], width) -> (values [n, W] descending, ids [n, W])
-    canonical_window: object  # (z [n, W], ids [n, W]) -> (z, ids), equal values in p08's order
+    canonical_window: object  # (z [n, W], ids [n, W]) -> (z, ids), ties in an order no W changes
     row_total: object         # (e [n, V] in [0, 1]) -> [n, 1] float32, the same in any batch
     filter_window: object     # (z, top_k, top_p, row_mass, complete) -> (e, cs, total, certain)
     inverse_cdf: object       # (cs, total, u, e) -> columns [n, 1]

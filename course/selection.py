@@ -60,7 +60,7 @@ def weights_and_buckets(z, out=None):
 
 
 def bucket_cumsum(bucket, weight):
-    """[n, N_BUCKETS] int64: the weight of each bucket and all below it (integer adds: exact in any order)."""
+    """[n, N_BUCKETS] int64: the weight of each bucket and all below it."""
     ones = torch.ones(1, 1, dtype=torch.long, device=bucket.device).expand(bucket.shape)
     hist = torch.zeros(bucket.shape[0], N_BUCKETS, dtype=torch.long, device=bucket.device)  # [n, NB]
     return hist.scatter_add_(1, bucket, ones if weight is None else weight).cumsum_(-1)
@@ -74,7 +74,7 @@ def bucket_of(cum, quota):
 def bucket_members(x, temp, bucket, weight, cum, wanted):
     """The tokens of the wanted buckets [n, N_BUCKETS] bool, in the reference's order, with the weight up to them.
 
-    Order: row, then descending z = x / temp, equal z by ascending id (the reference's stable sort). One pass
+    Order: row, then descending z = x / temp, equal z in the reference's order. One pass
     over [n, V] finds them; only they are sorted. weight: units [n, V] or None (1 per token: counts).
     Returns (rows, ids, z, after) [c] each: after = the weight of the token and of every token ahead of it in its
     row (its `before` is after minus its own weight).

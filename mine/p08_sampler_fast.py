@@ -33,10 +33,12 @@ def _todo(step, name):
 def route(params, vocab):
     """Step 1: Routes(greedy, top_k, top_p, plain, exact), each a list of batch rows, ascending.
 
-    greedy: temperature < GREEDY_TEMPERATURE, whatever its filters. Else top-k on (0 < top_k < vocab): top_k when
-    top_k <= WINDOW_K, exact above. Else top-p on (top_p < 1): top_p. Else plain (the whole row).
+    greedy: temperature < GREEDY_TEMPERATURE, whatever its filters. Else, top-k on (0 < top_k < vocab): the top_k
+    rows share one window of the widest top_k + 1 columns, at most WINDOW_K + 1; exact: the top-k rows that such a
+    window cannot hold. Else top-p on (top_p < 1): top_p. Else plain (the whole row).
     """
-    # TODO(p08-fast.1): notebook §1's probe: a peer moved a row's route. What may a route read, that no peer moves?
+    # TODO(p08-fast.1): notebook §1's probe: a peer moved a row's route, and the row's kept set with it. Which rows
+    #                   go exact, so that no peer can move one?
     raise _todo(1, "route")
 
 
