@@ -103,15 +103,16 @@ class FastSampler:
     """Same contract as p08's Sampler; one vectorized pass per batch, bit-for-bit batch invariant."""
 
     def __init__(self):
-        # TODO(p08-fast.5): the streams, as p08 has generators: one per seeded request, whose key is its seed,
-        #                   kept until free() (a request that comes back with another seed keeps it); one shared by
-        #                   every unseeded request, keyed by torch.initial_seed() as it is at this sampler's first
-        #                   unseeded draw (a torch.manual_seed after __init__ counts).
+        # TODO(p08-fast.5): notebook §5's probe: one torch.rand(B) per call hands a request a number that depends on
+        #                   B and on its place in the batch. What must this sampler remember between calls instead?
         pass
 
     def _uniforms(self, req_ids, params):
-        """Step 5: [B] floats in [0, 1): row i's next number of its request's stream (course/streams.py). Greedy
-        rows draw nothing (0.0)."""
+        """Step 5: [B] floats in [0, 1), row i's next number of its request's stream. The streams are p08's
+        generators: a seeded request has its own, keyed by its seed, from its first draw until free() (one that
+        comes back with another seed keeps it); the unseeded requests share one, keyed by torch.initial_seed() as
+        it is at this sampler's first unseeded draw (a torch.manual_seed after __init__ counts). The stream keyed
+        by s gives stream_uniform(s, 0), stream_uniform(s, 1), ... Greedy rows draw nothing (0.0)."""
         # TODO(p08-fast.5): what a row draws depends on its stream alone: not on the batch's size, the window's
         #                   width or the row's place in the batch.
         raise _todo(5, "FastSampler._uniforms")
