@@ -17,7 +17,7 @@ from course.sampling_params import GREEDY_TEMPERATURE
 from course.selection import exact_rows, row_weights
 
 WINDOW = 64          # a top-p-only row's window: its WINDOW largest values
-WINDOW_K = 256       # rows with 0 < top_k <= WINDOW_K share one window of the widest top_k + 1; above: exact route
+WINDOW_K = 256       # the top-k rows' shared window is at most WINDOW_K + 1 columns wide
 CHUNK = 64           # window_topk may read the row as chunks of this many logits
 INF = float("inf")
 
@@ -25,10 +25,10 @@ INF = float("inf")
 class Routes(NamedTuple):
     """Batch rows by route, each list ascending."""
     greedy: list     # temperature < GREEDY_TEMPERATURE: argmax, no draw
-    top_k: list      # 0 < top_k <= WINDOW_K (top-p on or off): one window of the widest top_k + 1
+    top_k: list      # top-k on (top-p on or off), in one window of the widest top_k + 1
     top_p: list      # top-p only: a window of WINDOW
     plain: list      # no filter: the whole row, in vocab order
-    exact: list      # top_k > WINDOW_K: the exact route
+    exact: list      # the top-k rows no such window holds: the exact route
 
 
 class Steps(NamedTuple):
@@ -143,7 +143,7 @@ def windows(steps, x, params, routes, knobs, order):
         e, cs, total, certain = steps.filter_window(z, top_k, top_p, row_mass, complete)
         parts.append((rows, e, cs, total, ids))
         checks.append((rows, certain))
-    exact, weights = order[start:], None                                         # [m] top_k > WINDOW_K
+    exact, weights = order[start:], None                                         # [m] the exact route's rows
     if checks:
         flags = (torch.cat([c for _, c in checks]) if len(checks) > 1 else checks[0][1]).tolist()  # the one sync
         unsure, at = [], 0

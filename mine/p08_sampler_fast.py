@@ -4,7 +4,8 @@ p08's loop did, row by row: penalty -> greedy? -> temperature -> top-k -> top-p 
 whole batch, and a row's numbers must come out the same, bit for bit, alone or beside any peers. You write the
 five ideas that make that true (search for TODO(p08-fast.)); the plumbing around them is given
 (course/fast_batch.py: the penalty, the one upload, a window per route, the one host sync, the exact route for
-rows a window cannot settle, the scatter to [B, V]; it calls your functions through `_steps()` at the bottom).
+rows a window cannot settle, the scatter to [B, V]; it calls your functions through `_steps()` at the bottom). The
+docstrings below are the whole contract: the given code need not be read to write the steps.
   1  route            each row's route: greedy, top_k, top_p, plain or exact  notebook §1
   2  the window       the top W values; equal values in one order at any W    §2
   3  row_total        a row total that rounds the same in any batch           §3
@@ -34,8 +35,8 @@ def route(params, vocab):
     """Step 1: Routes(greedy, top_k, top_p, plain, exact), each a list of batch rows, ascending.
 
     greedy: temperature < GREEDY_TEMPERATURE, whatever its filters. Else, top-k on (0 < top_k < vocab): the top_k
-    rows share one window of the widest top_k + 1 columns, at most WINDOW_K + 1; exact: the top-k rows that such a
-    window cannot hold. Else top-p on (top_p < 1): top_p. Else plain (the whole row).
+    rows share one window of the widest top_k + 1 columns, at most WINDOW_K + 1; exact: a top-k row that needs
+    more columns (its own top_k + 1) than that window can have. Else top-p on (top_p < 1): top_p. Else plain (the whole row).
     """
     # TODO(p08-fast.1): notebook §1's probe: a peer moved a row's route, and the row's kept set with it. Which rows
     #                   go exact, so that no peer can move one?
@@ -108,7 +109,7 @@ class FastSampler:
         pass
 
     def _uniforms(self, req_ids, params):
-        """Step 5: [B] floats in [0, 1), row i's next number of its request's stream. The streams are p08's
+        """Step 5: a list of B floats in [0, 1), row i's next number of its request's stream. The streams are p08's
         generators: a seeded request has its own, keyed by its seed, from its first draw until free() (one that
         comes back with another seed keeps it); the unseeded requests share one, keyed by torch.initial_seed() as
         it is at this sampler's first unseeded draw (a torch.manual_seed after __init__ counts). The stream keyed
