@@ -36,7 +36,8 @@ def route(params, vocab):
 
     greedy: temperature < GREEDY_TEMPERATURE, whatever its filters. Else, top-k on (0 < top_k < vocab): the top_k
     rows share one window of the widest top_k + 1 columns, at most WINDOW_K + 1; exact: a top-k row that needs
-    more columns (its own top_k + 1) than that window can have. Else top-p on (top_p < 1): top_p. Else plain (the whole row).
+    more columns (its own top_k + 1) than that window can have. Else top-p on (top_p < 1): top_p. Else plain (the
+    whole row).
     """
     # TODO(p08-fast.1): notebook §1's probe: a peer moved a row's route, and the row's kept set with it. Which rows
     #                   go exact, so that no peer can move one?
