@@ -250,7 +250,7 @@ def f4_bitwise_batch_invariance(ctx):
        hint=("p08-fast", 1, "q1"))
 def f5_speed_against_reference_loop(ctx):
     from course.bench.baselines import FullSortSampler
-    from course.bench import time_many
+    from course.bench import machine, time_many
 
     ref = load_solution(problems.get("p08"))
     batch, vocab, over_loop, over_sort = 64, 50257, 3.0, 2.0
@@ -260,15 +260,25 @@ def f5_speed_against_reference_loop(ctx):
     ids, prev = list(range(batch)), [[] for _ in range(batch)]
     fast, slow, full_sort = ctx.sampler(), ref.Sampler(), FullSortSampler()
     ctx.sample(fast, logits, ids, params, prev)
-    facts, slow_by_design = what_it_runs(ctx, fast, logits, ids, params, prev)
+    facts, slow_by_design, sorts = what_it_runs(ctx, fast, logits, ids, params, prev)
     if slow_by_design:                                                 # counted, not timed: the same on any machine
         raise Fail(ctx.t(f"B=8 和 B=64，V=50257，top_k=40，top_p=0.9：{facts[0]}", f"B=8 and B=64, V=50257, top_k=40, top_p=0.9: {facts[0]}"),
                    *facts[1:],
                    where="FastSampler.sample")
-    ms = time_many({"fast": lambda: fast.sample(logits, ids, params, prev),            # they take turns: a busy machine
-                    "loop": lambda: slow.sample(logits, ids, ref_params, prev),        # slows all three alike
-                    "sort": lambda: full_sort.sample(logits, ids, ref_params, prev)},
-                   repeat=3, warmup=1, device=ctx.device)                  # each called 4 times: a median of 3
+    def timed():                                                       # they take turns: a busy machine slows all
+        with machine.Watch() as watch:                                 # three, though not always alike
+            ms = time_many({"fast": lambda: fast.sample(logits, ids, params, prev),
+                            "loop": lambda: slow.sample(logits, ids, ref_params, prev),
+                            "sort": lambda: full_sort.sample(logits, ids, ref_params, prev)},
+                           repeat=3, warmup=1, device=ctx.device)      # each called 4 times: a median of 3
+        return ms, watch.load
+
+    def too_slow(ms):
+        return ms["loop"] / ms["fast"] < over_loop or ms["sort"] / ms["fast"] < over_sort
+
+    ms, load = timed()
+    if too_slow(ms) and load.busy:                                     # other programs took the CPU: once more
+        ms, load = timed()
     measured = ctx.t(f"B=64, V=50257, top_k=40, top_p=0.9：FastSampler.sample {ms['fast']:.2f} ms，参考解的逐行循环 "
                      f"{ms['loop']:.2f} ms（{ms['loop'] / ms['fast']:.1f}x），全词表排序 {ms['sort']:.2f} ms"
                      f"（{ms['sort'] / ms['fast']:.1f}x）",
@@ -276,7 +286,13 @@ def f5_speed_against_reference_loop(ctx):
                      f"{ms['loop']:.2f} ms ({ms['loop'] / ms['fast']:.1f}x), full-vocab sort {ms['sort']:.2f} ms "
                      f"({ms['sort'] / ms['fast']:.1f}x)")
     ctx.notes.append(measured)
-    if ms["loop"] / ms["fast"] < over_loop or ms["sort"] / ms["fast"] < over_sort:
+    if too_slow(ms) and load.busy and not sorts:                      # a full-row sort is slow on any machine
+        ctx.notes.append(ctx.t(f"计时时{load.describe('zh')}：这些数是噪声，速度不作判断；下面是数出来的，与机器无关",
+                               f"while timing, {load.describe('en')}: these figures are noise, so speed is not judged; "
+                               f"what it runs, counted below, does not depend on the machine"))
+        ctx.notes.extend(facts)
+        return
+    if too_slow(ms):
         raise Fail(ctx.t(f"{measured}；期望至少是循环的 {over_loop:.0f}x、全排序的 {over_sort:.0f}x",
                          f"{measured}; expected at least {over_loop:.0f}x the loop and {over_sort:.0f}x the full sort"),
                    *facts, where="FastSampler.sample")
@@ -286,7 +302,7 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
     """What the fast path does per call, counted (course/bench/opcount.py): its torch ops at B = 8 and 64, its
     sorts over full rows and, in the stub's design, how many rows took the exact route. Returns (lines saying only
     what was counted, whether it is slow by design: an op count that grows like a loop, or most rows sent to the
-    exact route although every kept set fits its window)."""
+    exact route although every kept set fits its window, the number of sorts over full rows)."""
     from course.bench import opcount
 
     vocab, small = logits.shape[1], 8
@@ -335,4 +351,4 @@ def what_it_runs(ctx, fast, logits, ids, params, prev) -> tuple:
         lines.append(ctx.t(f"op 数随 batch 增长（B=8 时 {ops[small].ops}，B=64 时 {ops[len(ids)].ops}）：还有按行的循环，把它们变成整批的张量运算",
                            f"its op count grows with the batch ({ops[small].ops} at B=8, {ops[len(ids)].ops} at B=64): "
                            f"a per-row loop is left; make it whole-batch tensor ops"))
-    return lines, grows or detour or waits
+    return lines, grows or detour or waits, sorts
