@@ -63,8 +63,8 @@ def canonical_window(z, ids):
 
 # step 3: a row total whose rounding is the row's alone ------------------------------------------------
 def row_total(e):
-    """Step 3: e [n, V], weights in [0, 1] -> [n, 1] float32, each row's sum: the same bits alone or in any batch,
-    on any number of threads.
+    """Step 3: e [n, V], weights in [0, 1], a row's largest 1 or near it (the given code passes exp(z - max)) ->
+    [n, 1] float32, each row's sum: the same bits alone or in any batch, on any number of threads.
 
     Precision: the exact sum to float32 precision (within 1e-6 of it, relative); how it rounds to float32 is free.
     """
@@ -111,10 +111,11 @@ class FastSampler:
 
     def _uniforms(self, req_ids, params):
         """Step 5: a list of B floats in [0, 1), row i's next number of its request's stream. The streams are p08's
-        generators: a seeded request has its own, keyed by its seed, from its first draw until free() (one that
-        comes back with another seed keeps it); the unseeded requests share one, keyed by torch.initial_seed() as
-        it is at this sampler's first unseeded draw (a torch.manual_seed after __init__ counts). The stream keyed
-        by s gives stream_uniform(s, 0), stream_uniform(s, 1), ... Greedy rows draw nothing (0.0)."""
+        generators: a seeded request has its own, keyed by its seed, from its first draw until free() (a req_id
+        that comes back with another seed before free() keeps its stream and its count); the unseeded requests
+        share one, keyed by torch.initial_seed() as it is at this sampler's first unseeded draw (a
+        torch.manual_seed after __init__ counts). The stream keyed by s gives stream_uniform(s, 0),
+        stream_uniform(s, 1), ... Greedy rows draw nothing (0.0)."""
         # TODO(p08-fast.5): what a row draws depends on its stream alone: not on the batch's size, the window's
         #                   width or the row's place in the batch.
         raise _todo(5, "FastSampler._uniforms")
