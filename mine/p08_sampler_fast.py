@@ -55,7 +55,8 @@ def window_topk(x, width):
 
 
 def canonical_window(z, ids):
-    """Step 2: the same window, values still descending, equal values in an order that no width W changes."""
+    """Step 2: the same window, values still descending, equal values in an order that no width W changes: the one p08
+    keeps them in."""
     # TODO(p08-fast.2): notebook §2's probe: torch.topk orders equal values one way at W 8, another at W 16.
     #                   Which order would every width agree on?
     raise _todo(2, "canonical_window")
@@ -79,9 +80,10 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     In:  top_k [n, 1] long (0: off; W > top_k) · top_p [n, 1] float (inf: off) · row_mass [n, 1], the row's mass
          over all V relative to its max (a top-p-only row's 100 %, unused where top-k is on; None when every row
          has top-k on) · complete: the window is the whole row.
-    Out: e [n, W] = exp(z - max), exactly 0 outside the kept set · cs = cumulative(e) [n, W] · total [n, 1], the
-         kept mass · certain [n] bool: the row's own columns prove that its kept set ends inside its window (all
-         True if complete); the given exact route settles the rows that are not certain.
+    Out: e [n, W] = exp(z - max), exactly 0 outside the kept set · cs = cumulative(e) [n, W] (of e before or after
+         the zeroing: the kept columns agree) · total [n, 1], the kept mass · certain [n] bool: True exactly where
+         the row's own columns prove that its kept set ends inside its window (all True if complete); the given exact
+         route settles the rows that are not certain.
     p08's rules:
       - top-k keeps the values >= the k-th; top-p's 100 % is the top-k mass, or row_mass;
       - a column's mass before is the sum of e over the columns left of it;
@@ -96,7 +98,7 @@ def filter_window(z, top_k, top_p, row_mass, complete):
 # step 5: the streams and the draw ---------------------------------------------------------------------
 def inverse_cdf(cs, total, u, e):
     """Step 5: the drawn column [n, 1]: the first column with mass whose prefix sum exceeds u * total, u [n, 1]
-    float64 in [0, 1) and u * total computed in float64 (u's 53 bits)."""
+    float64 in [0, 1) and u * total computed in float64 (u's 53 bits); where none does, the last column with mass."""
     # TODO(p08-fast.5): never a column without mass, whatever u is and however the sums round.
     raise _todo(5, "inverse_cdf")
 
@@ -114,8 +116,9 @@ class FastSampler:
         generators: a seeded request has its own, keyed by its seed, from its first draw until free() (a req_id
         that comes back with another seed before free() keeps its stream and its count); the unseeded requests
         share one, keyed by torch.initial_seed() as it is at this sampler's first unseeded draw (a
-        torch.manual_seed after __init__ counts). The stream keyed by s gives stream_uniform(s, 0),
-        stream_uniform(s, 1), ... Greedy rows draw nothing (0.0)."""
+        torch.manual_seed after __init__ counts); an unseeded row draws from it whatever seed its req_id had before.
+        The stream keyed by s gives stream_uniform(s, 0), stream_uniform(s, 1), ... Greedy rows draw nothing (0.0)
+        and start no stream."""
         # TODO(p08-fast.5): what a row draws depends on its stream alone: not on the batch's size, the window's
         #                   width or the row's place in the batch.
         raise _todo(5, "FastSampler._uniforms")

@@ -157,7 +157,12 @@ def t3_window_topk(ctx):
                     col = int((vals[r].float() != expected[r]).nonzero()[0])
                     lost = [int(i) for i in torch.topk(x[r], width).indices.tolist() if float(x[r, i]) not in vals[r].tolist()]
                     why = []
-                    if lost and lost[0] >= (vocab // 64) * 64 and vocab % 64:
+                    if torch.equal(vals[r].float().sort(descending=True).values, expected[r]):   # the set, unsorted
+                        why.append(ctx.t("值的集合是对的，只是没有按降序排（比如 torch.topk(..., sorted=False)）：窗口要降序，"
+                                         "第 0 列是最大值",
+                                         "the right values, not in descending order (torch.topk(..., sorted=False), say): "
+                                         "the window is sorted, descending, its column 0 the maximum"))
+                    elif lost and lost[0] >= (vocab // 64) * 64 and vocab % 64:
                         why.append(ctx.t(f"漏掉的值在 id {lost[0]}：最后 {vocab % 64} 个 logit 凑不满一个 chunk，也要读"
                                          + ("（这是最后一个 logit：尾部少读了一个）" if lost[0] == vocab - 1 else ""),
                                          f"the missed value sits at id {lost[0]}, in the last {vocab % 64} logits that do "
@@ -285,10 +290,12 @@ def t3_canonical_window(ctx):
         expected_z, order = torch.sort(z_in.cpu()[r][torch.argsort(ids_in.cpu()[r])], descending=True, stable=True)
         expected_ids = torch.sort(ids_in.cpu()[r]).values[order]
         col = int((ids[r] != expected_ids).nonzero()[0]) if bad[1] != "permutation" else "permutation"
-        head = ctx.t(f"called canonical_window({shown}) -> 第 {r} 行：z {rows_text(z[r:r + 1], 8)}，ids "
-                     f"{rows_text(ids[r:r + 1], 8)}，期望 ids {rows_text(expected_ids[None], 8)}",
-                     f"called canonical_window({shown}) -> row {r}: z {rows_text(z[r:r + 1], 8)}, ids {rows_text(ids[r:r + 1], 8)}, "
-                     f"expected ids {rows_text(expected_ids[None], 8)}")
+        at = 0 if col == "permutation" or col < 6 else col - 2                # show the columns where they differ
+        part = ctx.t(f"（第 {at} 列起）", f" (from column {at})") if at else ""
+        head = ctx.t(f"called canonical_window({shown}) -> 第 {r} 行{part}：z {rows_text(z[r:r + 1, at:], 8)}，ids "
+                     f"{rows_text(ids[r:r + 1, at:], 8)}，期望 ids {rows_text(expected_ids[None, at:], 8)}",
+                     f"called canonical_window({shown}) -> row {r}{part}: z {rows_text(z[r:r + 1, at:], 8)}, ids "
+                     f"{rows_text(ids[r:r + 1, at:], 8)}, expected ids {rows_text(expected_ids[None, at:], 8)}")
         if col == "permutation":
             raise Fail(head, ctx.t("输出必须是输入 (值, id) 对的重新排列：值和它的 id 一起移动",
                                    "the output must be the input's (value, id) pairs reordered: a value moves with its id"),
@@ -298,7 +305,13 @@ def t3_canonical_window(ctx):
                              f"stable full sort gives)")]
         runs = [[int(i) for v, i in zip(z[r].tolist(), ids[r].tolist()) if v == value] for value in dict.fromkeys(z[r].tolist())]
         runs = [run for run in runs if len(run) > 1]
-        if runs and all(run == sorted(run, reverse=True) for run in runs):
+        if z[r, col].item() == -INF and any(run != sorted(run) for run in runs[-1:]):   # the -inf run is out of order
+            lines[1] = ctx.t(f"乱序的是一串 -inf（被屏蔽的 logit，第 {col} 列起）：像 z * 2**32 - id 这样的合成 key 对每个 -inf 都是 -inf，"
+                             "id 就排不了它们。先按 id 排，再按值降序做稳定排序（两次排序），不要合成一个 key",
+                             f"the run out of order is -inf (masked logits, from column {col}): a combined key such as "
+                             f"z * 2**32 - id is -inf for every one of them, so the id orders none. Sort by id first, then by "
+                             f"value, descending, with a stable sort (two sorts), not one combined key")
+        elif runs and all(run == sorted(run, reverse=True) for run in runs):
             lines[1] = ctx.t(f"你的相等的值按 token id 降序排（例如 {runs[0][:6]}）：要的是升序", f"your equal values come out in "
                              f"descending token id (e.g. {runs[0][:6]}): the order is ascending")
         elif runs and any(run != sorted(run) for run in runs) and all(

@@ -179,7 +179,7 @@ def _which_number(ctx, got, want, per_seed):
                      f"it is stream_uniform({key}, {per_seed}): every request with seed {key} shares one stream (streams "
                      f"stored per seed). Each request (req_id) has a stream of its own, whose key is its seed: two requests "
                      f"with the same seed each count from 0")
-    known = dict.fromkeys((key, 7, 8, 9, 11, SHARED_KEY, BUILT_KEY, LATER_KEY, FIRST_CALL_KEY, 0))
+    known = dict.fromkeys((key, 7, 8, 9, 11, 12, SHARED_KEY, BUILT_KEY, LATER_KEY, FIRST_CALL_KEY, 0))
     found = next(((k, m) for k in known for m in range(8) if stream_uniform(k, m) == got), None)
     if found is None:
         return None
@@ -206,10 +206,12 @@ def _which_number(ctx, got, want, per_seed):
                      f"torch.manual_seed({SHARED_KEY}) came after, before the first unseeded draw: the shared stream reads "
                      f"torch.initial_seed() at the sampler's first unseeded draw, not in __init__")
     if key == SHARED_KEY and k == FIRST_CALL_KEY:
-        return ctx.t(f"它是 key 为 {FIRST_CALL_KEY} 的流，即第一次调用 _uniforms 时的 torch.initial_seed()，而那次调用里只有带 seed 的行："
-                     f"共用流的 key 在第一次“无 seed 的抽取”时读，那时已经是 torch.manual_seed({SHARED_KEY})",
-                     f"it is the stream keyed by {FIRST_CALL_KEY}, torch.initial_seed() at the first _uniforms call, which had "
-                     f"seeded rows only: the shared stream reads its key at the first unseeded draw, when torch.manual_seed("
+        return ctx.t(f"它是 key 为 {FIRST_CALL_KEY} 的流，即第一次调用 _uniforms 时的 torch.initial_seed()；那次调用没有抽无 seed 的数"
+                     f"（唯一无 seed 的行 q 是 greedy，greedy 什么都不抽，也不建流）：共用流的 key 在第一次“无 seed 的抽取”时读，"
+                     f"那时已经是 torch.manual_seed({SHARED_KEY})",
+                     f"it is the stream keyed by {FIRST_CALL_KEY}, torch.initial_seed() at the first _uniforms call, which drew "
+                     f"no unseeded number (its one unseeded row, q, was greedy: a greedy row draws nothing and makes no "
+                     f"stream): the shared stream reads its key at the first unseeded draw, when torch.manual_seed("
                      f"{SHARED_KEY}) had come")
     if key == SHARED_KEY and k == LATER_KEY:
         return ctx.t(f"它是 key 为 {LATER_KEY} 的流：第一次无 seed 的抽取之后又调用了 torch.manual_seed({LATER_KEY})，你的共用流换了 key。"
@@ -221,6 +223,16 @@ def _which_number(ctx, got, want, per_seed):
         return ctx.t("它是 key 为 0 的流：无 seed 的行共用的流要用 torch.initial_seed() 作 key，不是常数",
                      "it is the stream keyed by 0: the unseeded rows' shared stream is keyed by torch.initial_seed(), "
                      "not a constant")
+    if key == 12 and k == 9:
+        counted = ctx.t(f"（你的流还在 greedy 那一步数了 {m} 次）", f" (yours even counted {m} draw{'s' * (m > 1)} there)") if m else ""
+        return ctx.t(f"它是 seed 9 的流：请求 'g' 带 seed 9 时是 greedy，什么都没抽，也就没有流{counted}；它的流从第一次抽取开始，用那时的 "
+                     f"seed（12）", f"it is seed 9's stream: request 'g' had seed 9 while greedy, drew nothing and so had no "
+                     f"stream{counted}; its stream starts at its first draw, with the seed it has then (12)")
+    if key == SHARED_KEY and k == 8:
+        return ctx.t("它是 b 自己的流（seed 8）：b 这次没有 seed，无 seed 的行从共用流里抽，不管它的 req_id 以前带过什么 seed"
+                     "（b 自己的流还留着，等它带 seed 回来）",
+                     "it is b's own stream (seed 8): b came back without a seed, and an unseeded row draws from the shared "
+                     "stream whatever seed its req_id had before (b's own stream stays, for when it comes back with one)")
     if key == 7 and k == 11:
         return ctx.t("它是 seed 11 的流：请求 'a' 没有 free 就带着 seed 11 回来了。一个请求的流一直用到 free() 为止（key 7，计数接着数）；"
                      "新的 seed 在 free 之后才生效",
@@ -244,7 +256,8 @@ def t6_streams(ctx):
 
 def _streams_steps(ctx, sampler):
     p = ctx.params
-    seven, eight, greedy, unseeded, hot, eleven = p(seed=7), p(seed=8), p(temperature=0.0, seed=9), p(), p(seed=9), p(seed=11)
+    seven, eight, greedy, unseeded, hot, eleven = p(seed=7), p(seed=8), p(temperature=0.0, seed=9), p(), p(seed=12), p(seed=11)
+    cold = p(temperature=0.0)                                                # unseeded and greedy: draws nothing
     drawn = {}                                                               # seed -> draws of every request with it
 
     def draw(req_ids, params, expected, label):
@@ -279,24 +292,28 @@ def _streams_steps(ctx, sampler):
         return stream_uniform(seed, n), f"stream_uniform({seed}, {n})", (seed, n)
     t = ctx.t
     torch.manual_seed(FIRST_CALL_KEY)
-    draw(["a", "b", "c", "g"], [seven, eight, seven, greedy], [s(7, 0), s(8, 0), s(7, 0), (0.0, "0.0: greedy", None)],
-         t("第一步：c 的 seed 和 a 相同，但有它自己的流", "first step: c has a's seed and a stream of its own"))
+    draw(["a", "b", "c", "g", "q"], [seven, eight, seven, greedy, cold],
+         [s(7, 0), s(8, 0), s(7, 0), (0.0, "0.0: greedy", None), (0.0, "0.0: greedy", None)],
+         t("第一步：c 的 seed 和 a 相同，但有它自己的流；g 和 q 是 greedy", "first step: c has a's seed and a stream of its own; "
+           "g and q are greedy"))
     torch.manual_seed(SHARED_KEY)                                            # no unseeded draw yet: this one counts
     draw(["b", "a"], [eight, seven], [s(8, 1), s(7, 1)], t("第二步，换个顺序", "second step, another order"))
     draw(["u", "v"], [unseeded, unseeded], [s(SHARED_KEY, 0), s(SHARED_KEY, 1)],
-         t(f"无 seed 的行共用一条流；torch.manual_seed({SHARED_KEY}) 在 sampler 建好之后、在只有带 seed 的行的调用之后",
+         t(f"无 seed 的行共用一条流；torch.manual_seed({SHARED_KEY}) 在 sampler 建好之后、在没有抽过无 seed 的数的调用之后",
            f"unseeded rows share one stream; torch.manual_seed({SHARED_KEY}) came after the sampler was made and after "
-           f"calls with seeded rows only"))
+           f"calls that drew no unseeded number"))
     torch.manual_seed(LATER_KEY)
-    draw(["g", 5, "w"], [hot, seven, unseeded], [s(9, 0), s(7, 0), s(SHARED_KEY, 2)],
-         t(f"g 之前是 greedy，还什么都没抽过；5（整数 id）是新请求；之后又调用了 torch.manual_seed({LATER_KEY})，共用流不变",
-           f"g was greedy before and had drawn nothing; 5 (an int id) is a new request; torch.manual_seed({LATER_KEY}) "
-           f"came after the first unseeded draw: the shared stream stays"))
+    draw(["g", 5, "w"], [hot, seven, unseeded], [s(12, 0), s(7, 0), s(SHARED_KEY, 2)],
+         t(f"g 之前是 greedy（seed 9），什么都没抽过，现在带 seed 12；5（整数 id）是新请求；之后又调用了 torch.manual_seed({LATER_KEY})，"
+           f"共用流不变", f"g was greedy before (seed 9) and drew nothing, and now has seed 12; 5 (an int id) is a new request; "
+           f"torch.manual_seed({LATER_KEY}) came after the first unseeded draw: the shared stream stays"))
+    draw(["b"], [unseeded], [s(SHARED_KEY, 3)], t("b 回来时没有 seed：无 seed 的行从共用流里抽", "b comes back without a seed: an "
+                                                                                            "unseeded row draws from the shared stream"))
     draw(["a"], [eleven], [s(7, 2)], t("a 没有 free 就带着 seed 11 回来：它的流不变", "a comes back with seed 11 without a free: "
                                                                                    "its stream stays"))
     for req_id in ("a", 5, "never-seen"):
         _noting(f"called free({req_id!r})", sampler.free, req_id)
     drawn.pop(7, None)                                                       # free: per-seed counts are not the rule
-    draw(["a", "b", 5, "w"], [eleven, eight, seven, unseeded], [s(11, 0) + ("a",), s(8, 2), s(7, 0) + (5,), s(SHARED_KEY, 3)],
+    draw(["a", "b", 5, "w"], [eleven, eight, seven, unseeded], [s(11, 0) + ("a",), s(8, 2), s(7, 0) + (5,), s(SHARED_KEY, 4)],
          t("free('a') 和 free(5) 之后：a 用新的 seed 11 从头开始，5 也从头开始，b 接着数",
            "after free('a') and free(5): a starts again with its new seed 11, 5 starts again, b goes on"))

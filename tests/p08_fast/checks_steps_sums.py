@@ -135,6 +135,33 @@ def _window_mass_why(ctx, z, top_k, top_p, row_mass, e, n_kept):
                  f"kept column)")
 
 
+def _tied_kth_mass_why(ctx, z, top_k, top_p, row_mass, e, n_kept):
+    """A row whose values tied with the k-th run past column k - 1, top-p on, that kept the prefix top-p gives against
+    the mass of its first top_k columns alone (not the whole top-k set): a line saying so when the file's filter_window
+    does the same on a second such row, else None."""
+    kept = int((e > 0).sum())
+    if top_k <= 0 or top_p == INF or kept == n_kept or not bool((e[:kept] > 0).all()):
+        return None
+    n_top_k, e_top_k, full = expected_window(z, top_k, INF, row_mass)
+    first_k = sum(e_top_k[:top_k])
+    if n_top_k <= top_k or expected_window(z, top_k, top_p, row_mass, mass=first_k)[0] != kept:
+        return None
+    z2 = torch.tensor([[2.0, 1.0, 1.0, 1.0, 1.0, 0.0]], device=ctx.device)           # first 2: keeps 1, all 5: keeps 3
+    col = lambda v: torch.tensor([[v]], device=ctx.device)  # noqa: E731
+    try:
+        if int((ctx.fn("filter_window")(z2, col(2), col(0.6), None, False)[0] > 0).sum()) != 1:
+            return None
+    except Exception:  # noqa: BLE001 - it cannot say
+        return None
+    return ctx.t(f"你保留的列数正好是 top-p 拿前 {top_k} 列的质量（{first_k:.4g}）当 100 % 时的结果。top-k 留下 >= 第 k 大的值的每一列，"
+                 f"与它相等的第 {top_k}..{n_top_k - 1} 列也在 top-k 集合里：top-p 的 100 % 是这 {n_top_k} 列的质量（{full:.4g}，"
+                 f"cs 在第 {n_top_k - 1} 列，即 z >= 第 k 大的值的个数减 1，不是 top_k - 1）",
+                 f"your kept count is what top-p gives against the mass of the first {top_k} columns ({first_k:.4g}). Top-k "
+                 f"keeps every value >= the k-th, so columns {top_k}..{n_top_k - 1}, tied with it, are in the top-k set too: "
+                 f"top-p's 100 % is the mass of all {n_top_k} ({full:.4g}, cs at column {n_top_k - 1}: the count of z >= the "
+                 f"k-th value, less 1, not top_k - 1)")
+
+
 def _keeps_by_window_mass(ctx) -> bool:
     """On z = [2, 1.5, 1, 0.5, 0], top_k = 4, top_p = 0.71 the rule keeps 2 columns, top-p against the whole window's
     mass keeps 3 and top-k alone 4: does the file's filter_window keep 3?"""
@@ -159,6 +186,7 @@ def t4_filter_window(ctx):
     ties = torch.tensor([[3.0, 2.0, 2.0, 2.0, 1.0, 0.0, -1.0, -2.0]])
     twin = torch.tensor([[2.0, 2.0, 1.0, 0.0]])                                        # tied maxima
     twin_mass = float(torch.exp(twin[0] - 2.0).double().sum())                         # 2.50: all of V
+    ties_mass = float(torch.exp(ties[0] - 3.0).double().sum())                         # 2.31: all of V
     t = ctx.t
     cases = [  # (label, x [n, V], width, top_k, top_p, row_mass, certain expected)
         (t("例 2，a 行和 c 行，W=4", "example 2, rows a and c, W=4"), worked, 4, [3, 0], [0.6, 0.75], [0.0, row_c_mass],
@@ -179,6 +207,12 @@ def t4_filter_window(ctx):
         (t("一串相等的值直到窗口末尾，top_k=2", "a tie run up to the window's end, top_k=2"), ties, 4, [2], [INF], [0.0], [False]),
         (t("一串相等的值直到窗口末尾，top_k=2，top_p=0.3 保留 1 个", "a tie run up to the window's end, top_k=2, top_p=0.3 keeps 1"),
          ties, 4, [2], [0.3], [0.0], [False]),
+        (t("top_k=2，与第 k 大的值相等的值一直到第 3 列，top_p=0.7：top-p 的 100 % 是这 4 列的质量",
+           "top_k=2 with values tied with the k-th up to column 3, top_p=0.7: top-p's 100 % is the mass of all 4"), ties, 6,
+         [2], [0.7], [0.0], [False]),
+        (t("只开 top-p：切口落在一串相等的值（2.0）中间，这串值在窗口里就结束了（窗口最后一个值更低）：certain",
+           "top-p only: the cut falls inside a run of equal values (2.0) that ends inside the window (its last value is "
+           "lower): certain"), ties, 6, [0], [0.6], [ties_mass], [True]),
         (t("8 个相等的值，只有 top-p：保留的那串（3 个）与窗口最后一个值相等，W=4",
            "8 equal values, top-p only: the kept run (3 of them) ties the window's last value, W=4"), torch.zeros(1, 8), 4,
          [0], [0.3], [8.0], [False]),
@@ -244,6 +278,7 @@ def t4_filter_window(ctx):
             if not zeros_ok:
                 zr = z[r].cpu().tolist()
                 why = [_window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
+                       _tied_kth_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
                        float_test_line(ctx, e[r].tolist(), cs[r].tolist(), total[r, 0].item(), n_kept),
                        row_mass_line(ctx, z[r:r + 1], top_k[r], top_p[r], row_mass[r], e[r],
                                      expected_window(zr, 0, top_p[r], row_mass[r], mass=sum(math.exp(v - zr[0]) for v in zr))[0]),
@@ -277,7 +312,10 @@ def t4_filter_window(ctx):
             if sure[r] != certain[r]:
                 raise Fail(t(f"{row}：certain = {sure[r]}，期望 {certain[r]}（{label}）",
                              f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})"),
-                           *[line for line in [_kth_one_column_late(ctx)] if line],
+                           *[line for line in [_certain_not_its_own(ctx, x[r if n > 1 else 0], width, top_k[r], top_p[r],
+                                                                    row_mass[r], sure[r], n),
+                                               _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r]),
+                                               _kth_one_column_late(ctx)] if line][:1],
                            ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
                                  "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
                                  "certain is judged by the row alone: a top-k row needs its k-th value > the value right after it "
@@ -306,6 +344,51 @@ def t4_filter_window(ctx):
                            why, where="filter_window")
             seen.setdefault(key, (label, mine))
     boundaries_in_wider_windows(ctx, spread, ks)
+
+
+def _certain_not_its_own(ctx, row, width, top_k, top_p, row_mass, got, n):
+    """A row whose certain came out wrong: a line when the file's own filter_window, re-run on the same row alone or
+    at other widths, gives this row another certain: it reads another row's columns, or columns the width decides.
+    Else None."""
+    def certain_at(w):
+        z, _ = stable_window(row[None].to(ctx.device), w)                   # [1, w]
+        col = lambda v: torch.tensor([[v]], device=ctx.device)  # noqa: E731
+        try:
+            return bool(ctx.fn("filter_window")(z, col(top_k), col(top_p), col(row_mass), False)[3].flatten()[0])
+        except Exception:  # noqa: BLE001 - it cannot say
+            return None
+    vocab = row.shape[0]
+    if n > 1 and certain_at(width) not in (None, got):
+        return ctx.t(f"这一行单独调用时你的 certain 是 {not got}，和别的行一起时是 {got}：它读到了别的行的东西（比如一个不是逐行的下标）。"
+                     "certain 只能由这一行自己的列决定",
+                     f"called on this row alone, your certain is {not got}; beside the other rows, {got}: it reads something "
+                     f"of another row (an index that is not per row, say). A row's certain comes from its own columns")
+    if top_k <= 0:
+        return None
+    widths = sorted({w for w in (top_k + 1, top_k + 2, width, vocab - 1) if top_k < w < vocab})
+    seen = {w: certain_at(w) for w in widths}
+    if None in seen.values() or len(set(seen.values())) < 2:
+        return None
+    shown = ", ".join(f"W={w}: {v}" for w, v in seen.items())
+    return ctx.t(f"同一行、同样的参数，你的 certain 随窗口宽度变：{shown}。W 由同批的别人决定：top-k 行只能看每个窗口都有的列"
+                 f"（第 0..{top_k} 列）", f"the same row with the same params, and your certain changes with the window's "
+                 f"width: {shown}. The peers set W: a top-k row may read only the columns every window of it holds "
+                 f"(columns 0..{top_k})")
+
+
+def _run_ends_inside(ctx, z, n_kept, top_k, expected):
+    """A top-p-only row that is certain, whose cut falls inside a run of equal values that ends before the window's
+    last column, came out not certain: a line saying why the window settles it. Else None."""
+    if top_k > 0 or not expected or n_kept >= len(z) or z[n_kept - 1] != z[n_kept]:
+        return None
+    run = [j for j, v in enumerate(z) if v == z[n_kept - 1]]
+    return ctx.t(f"切口落在一串相等的值（{z[n_kept - 1]:g}，第 {run[0]}..{run[-1]} 列）中间，但这串值在窗口里就结束了（窗口最后一个值 "
+                 f"{z[-1]:g} 更低）：整串都在窗口里、按 id 排好，保留的正是 p08 会保留的那几个，这一行自己的列就能证明。"
+                 f"只有延续到窗口最后一列的一串（看不到它在哪结束）才让一行不能确定",
+                 f"the cut falls inside a run of equal values ({z[n_kept - 1]:g}, columns {run[0]}..{run[-1]}), but the run "
+                 f"ends inside the window (its last value, {z[-1]:g}, is lower): the whole run is in the window, in id order, "
+                 f"so the kept ones are those p08 keeps, and the row's own columns prove it. Only a run that reaches the "
+                 f"window's last column (its end out of sight) leaves a row unsure")
 
 
 def _kth_one_column_late(ctx):

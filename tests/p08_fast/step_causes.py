@@ -60,15 +60,24 @@ def flat_stride_line(ctx, x, width, r):
 def id_key_line(ctx, high, low):
     """Two different values came out in ascending order: a line when the file's canonical_window orders the pair by
     their ids (one id order right, the other wrong): a sort key that mixes the ids into the values."""
-    z = torch.tensor([[high, low]], device=ctx.device)
-    orders = []
-    for pair in ([7, 3], [3, 7]):
-        got = _rerun(ctx, "canonical_window", z.clone(), torch.tensor([pair], device=ctx.device))
-        if not isinstance(got, tuple):
-            return None
-        orders.append(got[0][0, 0].item() == high)
-    if orders[0] == orders[1]:
+    def by_ids(high, low):
+        """Whether the pair's order follows its ids (None: the file cannot say)."""
+        z, orders = torch.tensor([[high, low]], device=ctx.device), []
+        for pair in ([7, 3], [3, 7]):
+            got = _rerun(ctx, "canonical_window", z.clone(), torch.tensor([pair], device=ctx.device))
+            if not isinstance(got, tuple):
+                return None
+            orders.append(got[0][0, 0].item() == high)
+        return orders[0] != orders[1]
+
+    if not by_ids(high, low):
         return None
+    if by_ids(100.0, -100.0):                                                 # far apart too: the ids decide alone
+        return ctx.t("你的 canonical_window 按 id 排，值的顺序不算数：即使两个值相差 200（100 和 -100），谁在前也由 id 决定。最后一次排序"
+                     "决定结果：先按 id 排，再按值降序做稳定排序（两次排序的次序反了）",
+                     "your canonical_window orders by id, whatever the values: even two values 200 apart (100 and -100) "
+                     "come out in their ids' order. The last sort decides: sort by id first, then by value, descending, "
+                     "with a stable sort (your two sorts run the other way round)")
     return ctx.t(f"两个不同的值 {high!r} 和 {low!r}（相差 {high - low:.3g}）：你的 canonical_window 把大的排在前面还是后面取决于它们的 id。"
                  f"排序的 key 把 id 混进了值（例如 z - eps * id）：差得比 eps × id 之差还小的值就被调换了。先按值排、再按 id（两次稳定排序），"
                  f"不要合成一个 key",
@@ -80,22 +89,25 @@ def id_key_line(ctx, high, low):
 
 # ---- T3 row_total -------------------------------------------------------------------------------------------
 def coarse_units_line(ctx, vocab=50257, small=1e-6):
-    """row_total is short of the exact sum: a line when, on a row of one weight 1.0 and vocab - 1 weights of `small`,
-    the file's row_total loses (most of) the small weights: units too coarse to hold them."""
+    """row_total is off the exact sum: a line when, on a row of one weight 1.0 and vocab - 1 weights of `small`, the
+    file's row_total is off by more than 1e-6 (relative): units too coarse for the small weights, whose rounding (down,
+    or to the nearest unit) adds up over V weights."""
     e = torch.full((1, vocab), small, device=ctx.device)
     e[0, 0] = 1.0
     exact = float(e.double().sum())
     got = _rerun(ctx, "row_total", e)
-    if not isinstance(got, torch.Tensor) or got.numel() != 1 or not float(got) < exact * (1 - 1e-6):
+    if not isinstance(got, torch.Tensor) or got.numel() != 1 or not abs(float(got) - exact) > 1e-6 * exact:
         return None
-    lost = (exact - float(got)) / (exact - 1.0)
+    off = (float(got) - exact) / (exact - 1.0)
     return ctx.t(f"在一行 1 个 1.0 加 {vocab - 1} 个 {small:g} 的权重上，你的 row_total 给 {float(got):.9g}，精确的和是 {exact:.9g}："
-                 f"小权重的质量丢了 {lost:.0%}。定点数的单位太粗（例如 int32 的单位，或太小的 scale），比一个单位小的部分被截掉了；"
+                 f"小权重的质量{'丢了' if off < 0 else '多出'} {abs(off):.1%}。定点数的单位太粗（例如 int32 的单位，或 2**-24 这样的单位），"
+                 f"每个小权重都被舍成整数个单位，V 个舍入误差加起来就超过了 1e-6；"
                  f"用 int64，单位尽量细，只要 V × scale 不超过 2**63：scale = 2**(62 - V.bit_length())",
                  f"on a row of one 1.0 and {vocab - 1} weights of {small:g}, your row_total gives {float(got):.9g}, the exact "
-                 f"sum is {exact:.9g}: {lost:.0%} of the small weights' mass is lost. The fixed-point unit is too coarse (int32 "
-                 f"units, or a small scale): what is below one unit is truncated away. Use int64 units as fine as V x scale "
-                 f"< 2**63 allows: scale = 2**(62 - V.bit_length())")
+                 f"sum is {exact:.9g}: the small weights' mass is {abs(off):.1%} {'short' if off < 0 else 'over'}. The "
+                 f"fixed-point unit is too coarse (int32 units, or a unit such as 2**-24): each small weight becomes a whole "
+                 f"number of units, and V such roundings add up past 1e-6. Use int64 units as fine as V x scale < 2**63 "
+                 f"allows: scale = 2**(62 - V.bit_length())")
 
 
 # ---- T4 filter_window ----------------------------------------------------------------------------------------

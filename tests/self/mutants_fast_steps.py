@@ -52,6 +52,26 @@ FAST_STEPS = [
     Mutant("canonical_ties_descending_id", "T2.canonical_window",
            (("ids, by_id = ids.sort(dim=-1)", "ids, by_id = ids.sort(dim=-1, descending=True)"),),
            "ties in descending token id", "descending token id"),
+    Mutant("canonical_sorts_the_wrong_way_round", "T2.canonical_window",
+           (("    ids, by_id = ids.sort(dim=-1)\n"
+             "    z, by_value = z.gather(-1, by_id).sort(dim=-1, descending=True, stable=True)\n"
+             "    return z, ids.gather(-1, by_value)",
+             "    z, by_value = z.sort(dim=-1, descending=True, stable=True)\n"
+             "    ids, by_id = ids.gather(-1, by_value).sort(dim=-1, stable=True)\n"
+             "    return z.gather(-1, by_id), ids"),),
+           "sorts by value, then by id: the id sort, last, decides the order (a blind-round file)",
+           "your two sorts run the other way round"),
+    Mutant("canonical_by_a_float_key", "T2.canonical_window",
+           (("    ids, by_id = ids.sort(dim=-1)\n"
+             "    z, by_value = z.gather(-1, by_id).sort(dim=-1, descending=True, stable=True)\n"
+             "    return z, ids.gather(-1, by_value)",
+             "    order = torch.argsort(z.double() * 2.0 ** 32 - ids.double(), dim=-1, descending=True)\n"
+             "    return z.gather(-1, order), ids.gather(-1, order)"),),
+           "one float key z * 2**32 - id: -inf values stay unordered (a blind-round file)", "is -inf for every one of them"),
+    Mutant("window_values_unsorted", "T2.window_topk",
+           (("    if chunks < 4 * width:\n        return torch.topk(x, width, dim=-1)",
+             "    if chunks < 4 * width:\n        return torch.topk(x, width, dim=-1, sorted=False)"),),
+           "the window's values left unsorted (torch.topk(sorted=False), a blind-round file)", "not in descending order"),
     Mutant("canonical_by_an_epsilon_key", "T2.canonical_window",
            (("    ids, by_id = ids.sort(dim=-1)\n"
              "    z, by_value = z.gather(-1, by_id).sort(dim=-1, descending=True, stable=True)\n"
@@ -75,12 +95,16 @@ FAST_STEPS = [
     Mutant("row_total_in_int32_units", "T3.row_total",
            (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** (31 - e.shape[-1].bit_length())"),
             ("units = torch.mul(e, scale).long()", "units = torch.mul(e, scale).int()")),
-           "a row total in int32 units: the small weights are lost (a blind-round file)", "of the small weights' mass is lost"),
+           "a row total in int32 units: the small weights are lost (a blind-round file)", "the small weights' mass is 100.0% short"),
     Mutant("row_total_float64_sum", "T3.row_total",
            (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())",
              "    return e.double().sum(-1, keepdim=True).float()\n    scale = 2.0 ** (62 - e.shape[-1].bit_length())"),),
            "a float64 sum of the weights: nearly always invariant, yet a sum that depends on its order (a fresh-learner "
            "file)", "float64 too"),
+    Mutant("row_total_in_float32_steps", "T3.row_total",
+           (("scale = 2.0 ** (62 - e.shape[-1].bit_length())", "scale = 2.0 ** 24"),
+            ("units = torch.mul(e, scale).long()", "units = torch.round(e.double() * scale).long()")),
+           "units of 2**-24, rounded to the nearest: their errors add up over V (a blind-round file)", "a unit such as 2**-24"),
     Mutant("row_total_scale_by_the_batch", "T3.row_total",
            (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** (44 - e.shape[0].bit_length())"),),
            "the scale from the number of rows, small enough not to overflow (a blind-round file)", "never from e.shape[0]"),
@@ -140,10 +164,35 @@ FAST_STEPS = [
            (("e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0)",
              "e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0).clamp_min(1e-9)"),),
            "blog bug 2 inside the window", "clamp_min"),
+    Mutant("top_p_mass_of_the_first_top_k_columns", "T4.filter_window",
+           (("mass = cs.gather(1, n_top_k - 1)", "mass = cs.gather(1, (top_k - 1).clamp(min=0))"),),
+           "top-p's 100 % read at column top_k - 1, leaving out the values tied with the k-th (a blind-round file)",
+           "tied with it, are in the top-k set too"),
+    Mutant("certain_top_p_asks_the_next_column", "T4.filter_window",
+           (("z.gather(1, n_kept - 1) > z[:, -1:]", "z.gather(1, n_kept - 1) > z.gather(1, n_kept.clamp(max=z.shape[1] - 1))"),),
+           "a top-p-only row whose cut splits a run of ties that ends inside the window is not trusted (a blind-round "
+           "file)", "the run ends inside the window"),
+    Mutant("certain_reads_another_rows_column", "T4.filter_window",
+           (("certain = kth > z.gather(1, top_k)", "certain = (kth > z[:, top_k[:, 0]])[:, :1]"),),
+           "every row's certain reads the column of row 0's top_k (a blind-round file)", "reads something of another row"),
     Mutant("certain_by_count", "T4.filter_window",
            (("z.gather(1, n_kept - 1) > z[:, -1:]", "n_kept < z.shape[1]"),),
            "trusts a kept set that ends inside the window although its last value ties the window's last", "judged by the row alone"),
     # step 5: the draw and the streams
+    Mutant("stream_started_by_a_greedy_row", "T5.streams",
+           (("            if p.temperature < GREEDY_TEMPERATURE:\n"
+             "                continue                                                         # draws nothing: u = 0.0\n", ""),
+            ("                stream = self._streams.get(req_id) or self._streams.setdefault(req_id, [p.seed, 0])  # no new list\n",
+             "                stream = self._streams.get(req_id) or self._streams.setdefault(req_id, [p.seed, 0])  # no new list\n"
+             "            if p.temperature < GREEDY_TEMPERATURE:\n"
+             "                continue\n")),
+           "a greedy row starts its request's stream, or the shared one (a blind-round file)",
+           "draws nothing and makes no stream"),
+    Mutant("unseeded_row_keeps_its_old_stream", "T5.streams",
+           (("            if p.seed is None:\n                self._shared", "            if p.seed is None and req_id not in self._streams:\n"
+             "                self._shared"),),
+           "a req_id that had a seed and comes back unseeded draws from its old stream (a blind-round file)",
+           "whatever seed its req_id had before"),
     Mutant("stream_count_not_advanced", "T5.streams",
            (("            stream[1] += 1", "            pass"),),
            "every step draws the stream's first number", "second step"),
@@ -155,7 +204,7 @@ FAST_STEPS = [
            (("            if p.temperature < GREEDY_TEMPERATURE:\n                continue",
              "            if p.temperature < GREEDY_TEMPERATURE:\n                if p.seed is not None:\n"
              "                    self._streams.setdefault(req_id, [p.seed, 0])[1] += 1\n                continue"),),
-           "a greedy row advances its stream", "had drawn nothing"),
+           "a greedy row advances its stream", "counted 1 draw there"),
     Mutant("stream_shared_restarts", "T5.streams",
            (("self._shared = self._shared or [torch.initial_seed(), 0]", "self._shared = [torch.initial_seed(), 0]"),),
            "each unseeded row starts the shared stream again", "unseeded rows share one stream"),
