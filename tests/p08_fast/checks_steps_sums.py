@@ -312,10 +312,11 @@ def t4_filter_window(ctx):
             if sure[r] != certain[r]:
                 raise Fail(t(f"{row}：certain = {sure[r]}，期望 {certain[r]}（{label}）",
                              f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})"),
-                           *[line for line in [_certain_not_its_own(ctx, x[r if n > 1 else 0], width, top_k[r], top_p[r],
+                           *[line for line in [_kth_one_column_late(ctx),
+                                               _certain_not_its_own(ctx, x[r if n > 1 else 0], width, top_k[r], top_p[r],
                                                                     row_mass[r], sure[r], n),
-                                               _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r]),
-                                               _kth_one_column_late(ctx)] if line][:1],
+                                               _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r])]
+                             if line][:1],
                            ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
                                  "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
                                  "certain is judged by the row alone: a top-k row needs its k-th value > the value right after it "
