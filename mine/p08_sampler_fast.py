@@ -55,8 +55,7 @@ def window_topk(x, width):
 
 
 def canonical_window(z, ids):
-    """Step 2: the same window, values still descending, equal values in an order that no width W changes: the one p08
-    keeps them in."""
+    """Step 2: the same window, values still descending, equal values in an order that no width W changes."""
     # TODO(p08-fast.2): notebook §2's probe: torch.topk orders equal values one way at W 8, another at W 16.
     #                   Which order would every width agree on?
     raise _todo(2, "canonical_window")
