@@ -16,6 +16,8 @@ Grade: ./check.sh p08-fast (one step: --step 1; --watch re-grades on save). Stuc
 """
 import torch  # noqa: F401  (your steps use it)
 
+# given helpers: cumulative(e) [n, W] -> prefix sums, column j the same float at any W; first_true(mask) [n, W] bool
+# -> [n, 1] long, the column of each row's first True (W where there is none)
 from course.fast_batch import (CHUNK, INF, WINDOW, WINDOW_K, Routes, Steps, cumulative, filtered_batch,  # noqa: F401
                                first_true, penalized_fp32, prefix_sum, sample_batch)
 from course.sampling_params import GREEDY_TEMPERATURE, SamplingParams, validate_sample_inputs  # noqa: F401
