@@ -7,7 +7,8 @@ from course.grader.checks import Fail, check, describe, fmt_num
 from tests.p08_fast.causes import overflow_line
 from tests.p08_fast.order_probes import boundaries_in_wider_windows, orders_of_one_row
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
-from tests.p08_fast.step_causes import coarse_units_line, complete_line, float_test_line, inclusive_mass_line, row_mass_line
+from tests.p08_fast.step_causes import (coarse_units_line, complete_line, float_test_line, inclusive_mass_line, row_mass_line,
+                                        window_probe)
 
 
 def agrees_on_one_thread(ctx, x, r) -> bool:
@@ -146,12 +147,7 @@ def _tied_kth_mass_why(ctx, z, top_k, top_p, row_mass, e, n_kept):
     first_k = sum(e_top_k[:top_k])
     if n_top_k <= top_k or expected_window(z, top_k, top_p, row_mass, mass=first_k)[0] != kept:
         return None
-    z2 = torch.tensor([[2.0, 1.0, 1.0, 1.0, 1.0, 0.0]], device=ctx.device)           # first 2: keeps 1, all 5: keeps 3
-    col = lambda v: torch.tensor([[v]], device=ctx.device)  # noqa: E731
-    try:
-        if int((ctx.fn("filter_window")(z2, col(2), col(0.6), None, False)[0] > 0).sum()) != 1:
-            return None
-    except Exception:  # noqa: BLE001 - it cannot say
+    if window_probe(ctx, [2.0, 1.0, 1.0, 1.0, 1.0, 0.0], 2, 0.6)[0] != 1:           # first 2: keeps 1, all 5: keeps 3
         return None
     return ctx.t(f"你保留的列数正好是 top-p 拿前 {top_k} 列的质量（{first_k:.4g}）当 100 % 时的结果。top-k 留下 >= 第 k 大的值的每一列，"
                  f"与它相等的第 {top_k}..{n_top_k - 1} 列也在 top-k 集合里：top-p 的 100 % 是这 {n_top_k} 列的质量（{full:.4g}，"
@@ -165,13 +161,9 @@ def _tied_kth_mass_why(ctx, z, top_k, top_p, row_mass, e, n_kept):
 def _keeps_by_window_mass(ctx) -> bool:
     """On z = [2, 1.5, 1, 0.5, 0], top_k = 4, top_p = 0.71 the rule keeps 2 columns, top-p against the whole window's
     mass keeps 3 and top-k alone 4: does the file's filter_window keep 3?"""
-    z = torch.tensor([[2.0, 1.5, 1.0, 0.5, 0.0]], device=ctx.device)
-    col = lambda v, dtype=None: torch.tensor([[v]], dtype=dtype, device=ctx.device)  # noqa: E731
-    try:
-        e = ctx.fn("filter_window")(z, col(4), col(0.71), col(float(torch.exp(z - 2.0).sum())), True)[0]
-        return int((e > 0).sum()) == 3
-    except Exception:  # noqa: BLE001 - it cannot say
-        return False
+    z = [2.0, 1.5, 1.0, 0.5, 0.0]
+    mass = float(torch.exp(torch.tensor(z, device=ctx.device) - 2.0).sum())
+    return window_probe(ctx, z, 4, 0.71, mass, complete=True)[0] == 3
 
 
 @check("T4.filter_window", "filter_window（第 4 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
@@ -352,12 +344,7 @@ def _certain_not_its_own(ctx, row, width, top_k, top_p, row_mass, got, n):
     at other widths, gives this row another certain: it reads another row's columns, or columns the width decides.
     Else None."""
     def certain_at(w):
-        z, _ = stable_window(row[None].to(ctx.device), w)                   # [1, w]
-        col = lambda v: torch.tensor([[v]], device=ctx.device)  # noqa: E731
-        try:
-            return bool(ctx.fn("filter_window")(z, col(top_k), col(top_p), col(row_mass), False)[3].flatten()[0])
-        except Exception:  # noqa: BLE001 - it cannot say
-            return None
+        return window_probe(ctx, stable_window(row[None], w)[0][0].tolist(), top_k, top_p, row_mass)[1]
     vocab = row.shape[0]
     if n > 1 and certain_at(width) not in (None, got):
         return ctx.t(f"这一行单独调用时你的 certain 是 {not got}，和别的行一起时是 {got}：它读到了别的行的东西（比如一个不是逐行的下标）。"
@@ -395,14 +382,7 @@ def _run_ends_inside(ctx, z, n_kept, top_k, expected):
 def _kth_one_column_late(ctx):
     """A line when the file's filter_window keeps one column too many on a row that top-k alone cuts (z = [3, 2, 1, 0,
     -1], top_k = 2, no ties): the k-th value read at column k, not k - 1. Else None."""
-    z = torch.tensor([[3.0, 2.0, 1.0, 0.0, -1.0]], device=ctx.device)
-    try:
-        e = ctx.fn("filter_window")(z, torch.tensor([[2]], device=ctx.device), torch.tensor([[INF]], device=ctx.device),
-                                    None, False)[0]
-        kept = int((e > 0).sum())
-    except Exception:  # noqa: BLE001 - it cannot say
-        return None
-    if kept != 3:
+    if window_probe(ctx, [3.0, 2.0, 1.0, 0.0, -1.0], 2, INF)[0] != 3:
         return None
     return ctx.t("在 z = [3, 2, 1, 0, -1]、top_k = 2（没有并列）上你的 filter_window 保留了 3 列：第 k 大的值在第 k - 1 列"
                  "（z[:, k - 1]，从 0 数）；你读的是第 k 列，于是 certain 也比错了一列",

@@ -111,6 +111,21 @@ def coarse_units_line(ctx, vocab=50257, small=1e-6):
 
 
 # ---- T4 filter_window ----------------------------------------------------------------------------------------
+def window_probe(ctx, z, top_k, top_p, row_mass=None, complete=False):
+    """The learner's filter_window on one window row z (a list of floats): (its kept count, its certain), each None
+    where the file raises or answers in another shape (it cannot say)."""
+    cell = lambda v: torch.tensor([[v]], device=ctx.device)  # noqa: E731
+    got = _rerun(ctx, "filter_window", torch.tensor([z], device=ctx.device), cell(top_k), cell(top_p),
+                 None if row_mass is None else cell(row_mass), complete)
+    answers = []
+    for read in (lambda: int((got[0] > 0).sum()), lambda: bool(got[3].flatten()[0])):
+        try:
+            answers.append(read())
+        except Exception:  # noqa: BLE001 - it cannot say
+            answers.append(None)
+    return tuple(answers)
+
+
 def float_test_line(ctx, e, cs, total, n_kept):
     """Columns kept past the row's cut, each with a prefix sum equal to the kept total: a kept set decided by comparing
     prefix sums with the kept mass (a float test), not by column position. e, cs: the learner's row [W]; total: its
