@@ -166,8 +166,8 @@ def _keeps_by_window_mass(ctx) -> bool:
     return window_probe(ctx, z, 4, 0.71, mass, complete=True)[0] == 3
 
 
-@check("T4.filter_window", "filter_window（第 4 步）：例 2 的 batch 上的保留前缀、精确的 0、总质量、certain",
-       "filter_window (step 4) on example 2's batch: kept prefix, exact zeros, kept mass, certain",
+@check("T4.filter_window", "filter_window（第 4 步）：V = 6 的小行、并列、长行上的保留前缀、精确的 0、总质量、certain",
+       "filter_window (step 4) on small rows (V = 6), ties and long rows: kept prefix, exact zeros, kept mass, certain",
        hint=("p08-fast", 2, "s4"))
 @step("filter_window")
 def t4_filter_window(ctx):
@@ -181,9 +181,9 @@ def t4_filter_window(ctx):
     ties_mass = float(torch.exp(ties[0] - 3.0).double().sum())                         # 2.31: all of V
     t = ctx.t
     cases = [  # (label, x [n, V], width, top_k, top_p, row_mass, certain expected)
-        (t("例 2，a 行和 c 行，W=4", "example 2, rows a and c, W=4"), worked, 4, [3, 0], [0.6, 0.75], [0.0, row_c_mass],
+        (t("a 行（top_k 3）和 c 行（只开 top-p），W=4", "rows a (top_k 3) and c (top-p only), W=4"), worked, 4, [3, 0], [0.6, 0.75], [0.0, row_c_mass],
          [True, True]),
-        (t("例 2，a 行和 c 行，W=6（整行）", "example 2, rows a and c, W=6 (the whole row)"), worked, 6, [3, 0], [0.6, 0.75],
+        (t("a 行和 c 行，W=6（整行）", "rows a and c, W=6 (the whole row)"), worked, 6, [3, 0], [0.6, 0.75],
          [0.0, row_c_mass], [True, True]),
         (t("a 行单独，W=5", "row a alone, W=5"), worked[:1], 5, [3], [0.6], [0.0], [True]),
         (t("c 行单独，W=4", "row c alone, W=4"), worked[1:], 4, [0], [0.75], [row_c_mass], [True]),
