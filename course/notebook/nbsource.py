@@ -3,14 +3,16 @@
 A source file notebooks/src/<name>.nb is a list of blocks, each opened by a marker line:
     %% md      a markdown cell in Chinese; the next block MUST be its English twin:
     %% en      the same cell in English
-    %% code    a code cell, identical in both notebooks ({{LANG}} becomes "zh" or "en")
-So code cells never drift between the languages. `python -m course.notebook.nbsource` rewrites the notebooks;
+    %% code    a code cell, the same in both notebooks but for its strings: {{LANG}} becomes "zh" or "en", and a
+               printed line t("中文", "English") (two string literals) keeps the notebook's language only
+So code cells never drift between the languages, and each notebook's cells read in one language. `python -m course.notebook.nbsource` rewrites the notebooks;
 `--check` exits 1 when a committed notebook differs from its source (the self-tests check the same).
 Output is canonical: no outputs, fixed ids, the JSON layout Jupyter itself writes (course/notebook/nbstrip.py keeps
 a notebook saved after a run byte-identical to this).
 """
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -58,6 +60,47 @@ def parse(text: str) -> list:
     return cells
 
 
+def _char_col(line: str, byte_col: int) -> int:
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8"))
+
+
+def _without_magics(lines: list) -> str:
+    """The cell's text with IPython's %magic and !shell lines made comments of the same length (Python to parse)."""
+    return "".join("#" + line[1:] if line.startswith(("%", "!")) else line for line in lines)
+
+
+def localize(code: str, lang: str) -> str:
+    """Each t("中文", "English") call whose two arguments are string literals (f-strings too) -> the argument in
+    `lang`, its continuation lines moved as far as the argument moved (never left of it); t(*pair) and the rest
+    stay."""
+    lines = code.splitlines(True)
+    parseable = _without_magics(lines)
+    strings = (ast.Constant, ast.JoinedStr)
+    calls = [node for node in ast.walk(ast.parse(parseable)) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id == "t" and not node.keywords
+             and len(node.args) == 2 and all(isinstance(arg, strings) for arg in node.args)
+             and all(isinstance(arg, ast.JoinedStr) or isinstance(arg.value, str) for arg in node.args)]
+    calls.sort(key=lambda node: (node.lineno, node.col_offset), reverse=True)    # the last first: spans stay valid
+    for call in calls:
+        arg = call.args[0 if lang == "zh" else 1]
+        pos = [(n.lineno - 1, _char_col(lines[n.lineno - 1], n.col_offset),
+                n.end_lineno - 1, _char_col(lines[n.end_lineno - 1], n.end_col_offset)) for n in (call, arg)]
+        (l1, c1, l2, c2), (a1, ca1, a2, ca2) = pos
+        text = "".join(lines[a1:a2 + 1])
+        start, end = ca1, len(text) - len(lines[a2]) + ca2
+        chosen = text[start:end].split("\n")
+        shift = ca1 - c1                                 # the argument lands at c1; its other lines move as far,
+        chosen = chosen[:1] + [" " * max(len(part) - len(part.lstrip(" ")) - shift, c1) + part.lstrip(" ")
+                               for part in chosen[1:]]   # and never left of c1
+        bare = lines[:l1] + (lines[l1][:c1] + "\n".join(chosen) + lines[l2][c2:]).splitlines(True) + lines[l2 + 1:]
+        try:                                            # a multi-line argument outside brackets needs its own
+            ast.parse(_without_magics(bare))
+            lines = bare
+        except SyntaxError:
+            lines[l1:l2 + 1] = (lines[l1][:c1] + "(" + "\n ".join(chosen) + ")" + lines[l2][c2:]).splitlines(True)
+    return "".join(lines)
+
+
 def cell_json(kind, source, cell_id) -> dict:
     cell = {"cell_type": "markdown" if kind == "md" else "code", "id": cell_id, "metadata": {},
             "source": source.splitlines(True)}
@@ -73,7 +116,7 @@ def build(source_text: str, lang: str, stem: str) -> str:
         if cell[0] == "md":
             body = cell[1] if lang == "zh" else cell[2]
         else:
-            body = cell[1].replace("{{LANG}}", lang)
+            body = localize(cell[1].replace("{{LANG}}", lang), lang)
         cells.append(cell_json(cell[0], body, f"{stem}-{i:02d}"))
     return dumps({"cells": cells, "metadata": METADATA, "nbformat": 4, "nbformat_minor": 5})
 

@@ -1,9 +1,12 @@
 """The Chinese and English notebooks are built from one source (course/notebook/nbsource.py), so their code cells
-never drift; the git clean filter (course/notebook/nbstrip.py) keeps run notebooks byte-identical to the committed
-ones, and the save hook (course/notebook/save_hook.py) keeps `git status` clean after a save;
-course/notebook/notebook_setup.py ships the widget-state setting, the filter and the hook."""
+never drift (each keeps its own language's printed lines only); the git clean filter (course/notebook/nbstrip.py)
+keeps run notebooks byte-identical to the committed ones, and the save hook (course/notebook/save_hook.py) keeps
+`git status` clean after a save; course/notebook/notebook_setup.py ships the widget-state setting, the filter and
+the hook."""
+import ast
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -24,14 +27,66 @@ def test_committed_notebook_is_what_its_source_builds(target):
         "edit the source, then run python -m course.notebook.nbsource"
 
 
+class _Strings(ast.NodeTransformer):
+    """Every string literal (f-strings too) -> "", so two cells compare by their code alone."""
+
+    def visit_JoinedStr(self, node):
+        return ast.Constant("")
+
+    def visit_Constant(self, node):
+        return ast.Constant("") if isinstance(node.value, str) else node
+
+
+class _Chosen(ast.NodeTransformer):
+    """t("中文", "English") with two string literals -> the one in the language: what localize must write."""
+
+    def __init__(self, lang):
+        self.which = 0 if lang == "zh" else 1
+
+    def visit_Call(self, node):
+        node = self.generic_visit(node)
+        literal = [isinstance(a, ast.JoinedStr) or isinstance(a, ast.Constant) and isinstance(a.value, str)
+                   for a in node.args]
+        pair = isinstance(node.func, ast.Name) and node.func.id == "t" and not node.keywords and literal == [True] * 2
+        return node.args[self.which] if pair else node
+
+
+def _code_ast(source, transform=None):
+    tree = ast.parse(nbsource._without_magics(source.splitlines(True)))
+    return ast.dump(transform.visit(tree) if transform else tree)
+
+
+@pytest.mark.parametrize("lang", nbsource.LANGS)
+@pytest.mark.parametrize("src", sorted((nbsource.ROOT / "notebooks" / "src").glob("*.nb")), ids=lambda p: p.stem)
+def test_each_code_cell_keeps_the_printed_lines_of_its_language_only(src, lang):
+    """localize replaces t("中文", "English") by the line in the notebook's language and changes nothing else: the
+    cell parses to what the source's cell parses to with those calls replaced (so it runs the same)."""
+    cells = [c[1].replace("{{LANG}}", lang) for c in nbsource.parse(src.read_text(encoding="utf-8")) if c[0] == "code"]
+    replaced = 0
+    for body in cells:
+        out = nbsource.localize(body, lang)
+        assert _code_ast(out) == _code_ast(body, _Chosen(lang)), f"{src.name}: localize changed more than t():\n{out}"
+        replaced += len(re.findall(r"\bt\(", body)) - len(re.findall(r"\bt\(", out))
+    assert replaced > 0, f"{src.name}: no t() call replaced"
+
+
+def test_localize_keeps_a_multi_line_argument_valid_and_aligned():
+    cell = ('print(cw.wrap(t("中文",\n                "English, "\n                "more")))\n'
+            'x = t(\n  "甲"\n  "乙", "b")\n')
+    assert nbsource.localize(cell, "en") == 'print(cw.wrap("English, "\n              "more"))\nx = "b"\n'
+    assert nbsource.localize(cell, "zh") == 'print(cw.wrap("中文"))\nx = ("甲"\n     "乙")\n'
+    assert nbsource.localize('%matplotlib inline\nprint(t(*pair), t(f"{n} 个", f"{n} of them"))', "en") == \
+        '%matplotlib inline\nprint(t(*pair), f"{n} of them")'
+
+
 @pytest.mark.parametrize("name", list(problems.problems()))
-def test_every_problem_has_both_languages_with_identical_code_cells(name):
+def test_every_problem_has_both_languages_with_the_same_code_but_for_its_strings(name):
     p = problems.get(name)
     assert p.notebook_en and p.notebook_en.startswith("notebooks/en/")
     zh, en = (json.loads(p.path(which).read_text(encoding="utf-8")) for which in ("notebook", "notebook_en"))
-    code = [[("".join(c["source"]) if c["cell_type"] == "code" else c["cell_type"]) for c in nb["cells"]]
-            for nb in (zh, en)]
-    assert [c.replace('LANG = "zh"', 'LANG = "en"') for c in code[0]] == code[1]
+    code = [[(_code_ast("".join(c["source"]), _Strings()) if c["cell_type"] == "code" else c["cell_type"])
+             for c in nb["cells"]] for nb in (zh, en)]
+    assert code[0] == code[1]
     english = [c for c in en["cells"] if c["cell_type"] == "markdown"]
     assert not [c["id"] for c in english if any("\u4e00" <= ch <= "\u9fff" for ch in "".join(c["source"]))], \
         "Chinese text in the English notebook's prose"
