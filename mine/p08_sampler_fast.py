@@ -84,7 +84,8 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     Out: e [n, W] = exp(z - max), exactly 0 outside the kept set · cs = cumulative(e) [n, W] (of e before or after
          the zeroing: the kept columns agree) · total [n, 1], the kept mass · certain [n] bool: True exactly where
          the row's own columns prove that its kept set ends inside its window (all True if complete); the given exact
-         route settles the rows that are not certain.
+         route settles the rows that are not certain. e, cs and total follow p08's rules on the window as it
+         stands in every row, certain or not.
     p08's rules:
       - top-k keeps the values >= the k-th; top-p's 100 % is the top-k mass, or row_mass;
       - a column's mass before is the sum of e over the columns left of it;

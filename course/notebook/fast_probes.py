@@ -177,6 +177,28 @@ def naive_total(z, top_k):
     return e.sum(-1, keepdim=True)                                                    # [n, 1] over all W columns
 
 
+def certain_in_window(steps, row, params, width) -> bool:
+    """steps.filter_window on the row's canonical window of `width` columns (temperature applied, top-p's 100 % the
+    whole row's mass where top-k is off): is the row certain there?"""
+    z = torch.sort(row, descending=True, stable=True).values[None, :width] / params.temperature   # [1, W]
+    top_k = torch.tensor([[params.top_k if 0 < params.top_k < len(row) else 0]])                 # [1, 1] 0: off
+    top_p = torch.tensor([[params.top_p if params.top_p < 1 else INF]])                          # [1, 1] inf: off
+    mass = None if top_k.item() else torch.exp(row[None] / params.temperature - z[:, :1]).sum(-1, keepdim=True)
+    return bool(steps.filter_window(z, top_k, top_p, mass, False)[3][0])
+
+
+def kept_by_steps(steps, row, params) -> int:
+    """How many tokens the whole batch code (window, certain, exact route) keeps for the row alone."""
+    return int((fast_batch.filtered_batch(steps, row[None], [params], [[]])[0] > 0).sum())
+
+
+TIES_NOTE = ("top_k = 2 不 certain：与第 k 大的值相等的值延续到第 k 列，一个只有 k + 1 列的窗口（这一行单独时）看不到这串在哪结束；"
+             "top_k = 4：第 k 列的值更低，每个宽度都看得到",
+             "top_k = 2 is not certain: values tied with the k-th go on into column k, and a window of k + 1 columns "
+             "(the row alone) cannot see where the run ends; top_k = 4: column k's value is lower, which every width "
+             "can see")   # printed once the learner's filter_window runs: the why, after the answer is written
+
+
 # ---- step 5: the uniforms ----------------------------------------------------------------------------------
 def global_uniforms(req_ids, params):
     """The naive draw (the blog's bug 3): one global RNG, one number per row of the batch, in batch order."""
