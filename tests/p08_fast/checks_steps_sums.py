@@ -8,7 +8,7 @@ from tests.p08_fast.causes import overflow_line
 from tests.p08_fast.order_probes import boundaries_in_wider_windows, orders_of_one_row
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
 from tests.p08_fast.step_causes import (coarse_units_line, complete_line, float_test_line, inclusive_mass_line, row_mass_line,
-                                        window_probe)
+                                        tied_kth_cut_line, top_k_off_line, window_probe)
 
 
 def agrees_on_one_thread(ctx, x, r) -> bool:
@@ -194,6 +194,8 @@ def t4_filter_window(ctx):
          blog, 4, [0], [0.7], [2.0], [True]),
         (t("第 k 大的值处并列，top_k=2：这串相等的值越过第 k 列", "ties at the k-th value, top_k=2: the run goes on past column k"),
          ties, 6, [2], [INF], [0.0], [False]),
+        (t("同一行，每行都开 top-k（row_mass=None）", "the same row, every row with top-k on (row_mass=None)"), ties, 6, [2],
+         [INF], None, [False]),
         (t("同一行配 top_k=4：第 k 大的值高于第 k 列", "the same row with top_k=4: the k-th value is above column k"), ties, 6,
          [4], [INF], [0.0], [True]),
         (t("一串相等的值直到窗口末尾，top_k=2", "a tie run up to the window's end, top_k=2"), ties, 4, [2], [INF], [0.0], [False]),
@@ -230,11 +232,13 @@ def t4_filter_window(ctx):
         n = z.shape[0]
         k = torch.tensor(top_k, device=dev)[:, None]
         p = torch.tensor(top_p, device=dev)[:, None]
-        m = torch.tensor(row_mass, device=dev)[:, None]
+        m = None if row_mass is None else torch.tensor(row_mass, device=dev)[:, None]
+        row_mass = row_mass or [0.0] * n                                  # None: top-k on in every row, mass unused
         complete = width == x.shape[1]
         if n <= 2 and width <= 6:
             shown = (f"z={rows_text(z, 8)}, top_k={top_k}, top_p=[{', '.join(fmt_num(v) for v in top_p)}], "
-                     f"row_mass=[{', '.join(fmt_num(v) for v in row_mass)}], complete={complete}")
+                     f"row_mass={'None' if m is None else '[' + ', '.join(fmt_num(v) for v in row_mass) + ']'}, "
+                     f"complete={complete}")
         else:
             shown = f"z [{n}, {width}], top_k={top_k[:4]}{'...' if n > 4 else ''}, complete={complete}"
         got = call(ctx, "filter_window", shown, z, k, p, m, complete)
@@ -269,9 +273,11 @@ def t4_filter_window(ctx):
                              f"with where / masked_fill"), hint=("p08-fast", 1, "q4"), where="filter_window")
             if not zeros_ok:
                 zr = z[r].cpu().tolist()
-                why = [_window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
+                why = [tied_kth_cut_line(ctx, zr, top_k[r], int((e[r] > 0).sum()), n_kept, certain[r], m),
+                       _window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
                        _tied_kth_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
                        float_test_line(ctx, e[r].tolist(), cs[r].tolist(), total[r, 0].item(), n_kept),
+                       top_k_off_line(ctx, zr, top_k[r], top_p[r], row_mass[r], int((e[r] > 0).sum()), n_kept),
                        row_mass_line(ctx, z[r:r + 1], top_k[r], top_p[r], row_mass[r], e[r],
                                      expected_window(zr, 0, top_p[r], row_mass[r], mass=sum(math.exp(v - zr[0]) for v in zr))[0]),
                        inclusive_mass_line(ctx, zr, top_k[r], top_p[r], row_mass[r], int((e[r] > 0).sum()), n_kept),

@@ -183,6 +183,8 @@ def row_mass_line(ctx, z, top_k, top_p, row_mass, e, window_mass_count):
     if other is None or not torch.equal(other[0][0].cpu(), e.cpu()):
         return None
     kept = int((e > 0).sum())
+    if window_probe(ctx, z[0].tolist(), 0, float("inf"), row_mass)[0] in (kept, None):    # top-p off keeps as many:
+        return None                                                                      # top-p is not what cuts
     window = float(torch.exp(z[0] - z[0, 0]).double().sum())
     return ctx.t(f"你的 filter_window 在 row_mass = {row_mass:.4g} 和 {row_mass * 4:.4g} 时给出同样的 e：它没用 row_mass。只开 top-p 的行"
                  f"（top_k 0），top-p 的 100% 就是 row_mass：整行（全部 V 个 token）的质量"
@@ -191,6 +193,17 @@ def row_mass_line(ctx, z, top_k, top_p, row_mass, e, window_mass_count):
                  f"row_mass. For a top-p-only row (top_k 0), top-p's 100 % is row_mass: the mass of the whole row, all V tokens"
                  + (f"; your {kept} kept columns are what the window's own mass ({window:.4g}) as 100 % gives"
                     if kept == window_mass_count else ""))
+
+
+def top_k_off_line(ctx, z, top_k, top_p, row_mass, kept, n_kept):
+    """A top-p-only row (top_k 0) that kept fewer columns than p08, and as few with top_p off too: a line saying
+    top_k 0 was taken as a count, not as 'off'."""
+    if top_k != 0 or kept >= n_kept or window_probe(ctx, z, 0, float("inf"), row_mass)[0] != kept:
+        return None
+    return ctx.t(f"top_k 为 0（关）、top_p 也关掉（inf）时，你的 filter_window 仍只保留窗口 {len(z)} 列里的 {kept} 列：两个都关时每一列都留下"
+                 "（top_k = 0 表示不开 top-k，不是要保留的个数）", f"with top_k 0 (off) and top_p off too (inf), your filter_window "
+                 f"still keeps only {kept} of the window's {len(z)} columns: with both off every column stays (top_k = 0 "
+                 "means top-k is off, not a count to keep)")
 
 
 def complete_line(ctx, z, k, p, m, e_row, n_kept):
@@ -207,3 +220,21 @@ def complete_line(ctx, z, k, p, m, e_row, n_kept):
                  "the same input with complete=False gives e zeroed after the kept prefix; with complete=True it does not: "
                  "the complete branch returns before the zeroing. complete decides certain only (all True); the kept set, "
                  "the zeros and total are computed as always")
+
+
+def tied_kth_cut_line(ctx, z, top_k, kept, n_kept, certain, row_mass):
+    """A row whose values tied with the k-th run past column k - 1 kept exactly top_k columns where p08 keeps them
+    all: a line naming the tie rule when the file's filter_window cuts a second such row at top_k too, else None.
+    certain: the row's expected certain (False: the line adds that e follows the rules in such a row as well);
+    row_mass: what the failing call passed (None or a tensor), passed again."""
+    if top_k <= 0 or kept != top_k or n_kept <= top_k or z[top_k] != z[top_k - 1]:
+        return None
+    again = None if row_mass is None else 0.0                                            # top-k on: unused
+    if window_probe(ctx, [4.0, 3.0, 1.0, 1.0, 1.0, 0.0, -1.0], 3, float("inf"), again)[0] != 3:   # p08 keeps 5
+        return None
+    also = ctx.t("；这一行不 certain，但 e、cs 和 total 在每一行都照 P08 的规则算",
+                 "; this row is not certain, yet e, cs and total follow p08's rules in every row") if not certain else ""
+    return ctx.t(f"你正好保留 top_k = {top_k} 列，而第 {top_k}..{n_kept - 1} 列的值与第 k 大的值（{bits(z[top_k - 1])}）相等："
+                 f"top-k 留下 >= 第 k 大的值的每一列，相等的也留下，共 {n_kept} 列{also}",
+                 f"you keep exactly top_k = {top_k} columns, but columns {top_k}..{n_kept - 1} equal the k-th value "
+                 f"({bits(z[top_k - 1])}): top-k keeps every value >= the k-th, ties included, {n_kept} columns{also}")

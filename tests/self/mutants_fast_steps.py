@@ -178,6 +178,15 @@ FAST_STEPS = [
     Mutant("certain_by_count", "T4.filter_window",
            (("z.gather(1, n_kept - 1) > z[:, -1:]", "n_kept < z.shape[1]"),),
            "trusts a kept set that ends inside the window although its last value ties the window's last", "judged by the row alone"),
+    Mutant("kept_count_top_k_when_all_rows_top_k", "T4.filter_window",
+           (("    n_top_k = (z >= kth).sum(-1, keepdim=True)",
+             "    n_top_k = top_k.clamp(min=1) if row_mass is None else (z >= kth).sum(-1, keepdim=True)"),),
+           "keeps exactly top_k columns, values tied with the k-th dropped, when no row is top-p-only (the sampler "
+           "stays right: such a row is not certain, and the exact route settles it)", "ties included"),
+    Mutant("kept_count_top_k_zero_as_a_count", "T4.filter_window",
+           (("    n_top_k = (z >= kth).sum(-1, keepdim=True)", "    n_top_k = top_k.clamp(min=1)"),),
+           "keeps at most top_k columns, with top_k 0 (off) taken as a count: a top-p-only row keeps 1",
+           "not a count to keep"),
     # step 5: the draw and the streams
     Mutant("stream_started_by_a_greedy_row", "T5.streams",
            (("            if p.temperature < GREEDY_TEMPERATURE:\n"
