@@ -93,7 +93,7 @@ def filter_window(z, top_k, top_p, row_mass, complete):
     """
     # TODO(p08-fast.4): notebook §4's two probes. A row's certain, and a certain row's e, cs and total, are the same
     #                   bits at every width W the peers choose. How can a row tell, from its own columns, that its
-    #                   kept set ends inside its window?
+    #                   kept set ends inside its window? (T4.filter_window grades e, cs and total; T4.certain, certain.)
     raise _todo(4, "filter_window")
 
 

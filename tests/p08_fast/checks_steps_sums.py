@@ -1,5 +1,6 @@
-"""p08-fast step checks T3 and T4: row_total (a row's total the same bits alone and in a batch), and
-filter_window on example 2's batch. Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
+"""p08-fast step checks T3 and T4.filter_window: row_total (a row's total the same bits alone and in a batch), and
+filter_window's kept prefix and mass; T4's cases, shared with T4.certain (tests/p08_fast/checks_steps_certain.py).
+Helpers and the rules of the step checks: tests/p08_fast/checks_steps.py."""
 import math
 import torch
 
@@ -8,7 +9,7 @@ from tests.p08_fast.causes import overflow_line
 from tests.p08_fast.order_probes import boundaries_in_wider_windows, orders_of_one_row
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
 from tests.p08_fast.step_causes import (coarse_units_line, complete_line, float_test_line, inclusive_mass_line, row_mass_line,
-                                        tied_kth_cut_line, top_k_off_line, window_probe)
+                                        kth_one_column_late_line, tied_kth_cut_line, top_k_off_line, window_probe)
 
 
 def agrees_on_one_thread(ctx, x, r) -> bool:
@@ -166,12 +167,14 @@ def _keeps_by_window_mass(ctx) -> bool:
     return window_probe(ctx, z, 4, 0.71, mass, complete=True)[0] == 3
 
 
-@check("T4.filter_window", "filter_window（第 4 步）：V = 6 的小行、并列、长行上的保留前缀、精确的 0、总质量、certain",
-       "filter_window (step 4) on small rows (V = 6), ties and long rows: kept prefix, exact zeros, kept mass, certain",
-       hint=("p08-fast", 2, "s4"))
-@step("filter_window")
-def t4_filter_window(ctx):
-    dev = ctx.device
+def spread_rows():
+    """T4's 8 random rows [8, 300] (no ties) and their top_k (the notebook's §4 probe makes the same)."""
+    return torch.randn(8, 300, generator=torch.Generator().manual_seed(46)) * 2.0, [7, 12, 17, 23, 29, 33, 37, 40]
+
+
+def t4_cases(ctx):
+    """T4's cases, shared by T4.filter_window and T4.certain: [(label, x [n, V], width, top_k, top_p, row_mass or None
+    (top-k on in every row), certain expected), ...]."""
     worked = torch.tensor([ROW_A, ROW_C])                                              # [2, 6] after the temperature
     row_c_mass = float(torch.exp(worked[1] - worked[1].max()).double().sum())          # 2.5: all of V
     blog = torch.tensor([BLOG])
@@ -218,16 +221,22 @@ def t4_filter_window(ctx):
         (t("top_k=2，其后的权重（1e-11 及更小）加进 float32 的前缀和也不改变它", "top_k=2, and the weights after it (1e-11 and "
            "less) leave the float32 prefix sum unchanged"), TINY_TAIL, 6, [2], [INF], [0.0], [True]),
     ]
-    spread = torch.randn(8, 300, generator=torch.Generator().manual_seed(46)) * 2.0          # [8, 300] no ties
-    ks = [7, 12, 17, 23, 29, 33, 37, 40]
+    spread, ks = spread_rows()
     for r, k in enumerate(ks):                   # each row alone: its own window, top_k + 1 columns
         cases.append((t(f"随机行 {r} 单独，top_k={k}，W={k + 1}", f"random row {r} alone, top_k={k}, W={k + 1}"), spread[r:r + 1],
                       k + 1, [k], [INF], [0.0], [True]))
     for width in (41, 64, 300):                  # the same rows together: the widest need sets W (or a peer's)
         cases.append((t(f"8 个随机行，top_k {ks[0]}..{ks[-1]}，W={width}", f"8 random rows, top_k {ks[0]}..{ks[-1]}, W={width}"),
                       spread, width, ks, [INF] * 8, [0.0] * 8, [True] * 8))
-    seen = {}
-    for label, x, width, top_k, top_p, row_mass, certain in cases:
+    return cases
+
+
+def t4_calls(ctx):
+    """Each T4 case called on the file's filter_window, its answer's shapes checked (a Fail where one is wrong):
+    yields (label, x, width, top_k, top_p, row_mass list, certain expected, z, k, p, m, complete, shown,
+    (e, cs, total) on the CPU, the file's certain as a list of bools)."""
+    dev = ctx.device
+    for label, x, width, top_k, top_p, row_mass, certain in t4_cases(ctx):
         z, _ = stable_window(x.to(dev), width)
         n = z.shape[0]
         k = torch.tensor(top_k, device=dev)[:, None]
@@ -254,6 +263,18 @@ def t4_filter_window(ctx):
             raise Fail(f"called filter_window({shown}) -> certain {describe(sure)}",
                        ctx.t(f"期望：certain 是 [{n}] 的布尔张量", f"expected certain as a bool tensor [{n}]"), where="filter_window")
         sure = sure.flatten().cpu().bool().tolist()
+        yield (label, x, width, top_k, top_p, row_mass, certain, z, k, p, m, complete, shown, (e, cs, total), sure)
+
+
+@check("T4.filter_window", "filter_window（第 4 步）：V = 6 的小行、并列、长行上的保留前缀、精确的 0、总质量",
+       "filter_window (step 4) on small rows (V = 6), ties and long rows: kept prefix, exact zeros, kept mass",
+       hint=("p08-fast", 2, "s4"))
+@step("filter_window")
+def t4_filter_window(ctx):
+    t = ctx.t
+    seen = {}
+    for label, x, width, top_k, top_p, row_mass, certain, z, k, p, m, complete, shown, (e, cs, total), _ in t4_calls(ctx):
+        n = z.shape[0]
         for r in range(n):
             n_kept, e_kept, kept_mass = expected_window(z[r].cpu().tolist(), top_k[r], top_p[r], row_mass[r])
             zeros_ok = bool((e[r, n_kept:] == 0).all()) and bool((e[r, :n_kept] > 0).all())
@@ -273,7 +294,8 @@ def t4_filter_window(ctx):
                              f"with where / masked_fill"), hint=("p08-fast", 1, "q4"), where="filter_window")
             if not zeros_ok:
                 zr = z[r].cpu().tolist()
-                why = [tied_kth_cut_line(ctx, zr, top_k[r], int((e[r] > 0).sum()), n_kept, certain[r], m),
+                why = [kth_one_column_late_line(ctx) if top_k[r] > 0 and int((e[r] > 0).sum()) == n_kept + 1 else None,
+                       tied_kth_cut_line(ctx, zr, top_k[r], int((e[r] > 0).sum()), n_kept, certain[r], m),
                        _window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
                        _tied_kth_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
                        float_test_line(ctx, e[r].tolist(), cs[r].tolist(), total[r, 0].item(), n_kept),
@@ -301,26 +323,6 @@ def t4_filter_window(ctx):
                 raise Fail(t(f"{row}：cs {rows_text(cs[r:r + 1], 8)}，期望 e {rows_text([e_kept], 8)} 的前缀和（{label}）",
                              f"{row}: cs {rows_text(cs[r:r + 1], 8)}, expected prefix sums of e {rows_text([e_kept], 8)} ({label})"),
                            where="filter_window")
-            if sure[r] != certain[r] and complete:
-                raise Fail(t(f"{row}：certain = {sure[r]}，期望 {certain[r]}（{label}）",
-                             f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})"),
-                           ctx.t("complete=True：窗口就是整行，保留集合不可能伸到窗口外：每一行都 certain（全 True）",
-                                 "complete=True: the window is the whole row, so no kept set can reach past it: every row "
-                                 "is certain (all True)"), where="filter_window")
-            if sure[r] != certain[r]:
-                raise Fail(t(f"{row}：certain = {sure[r]}，期望 {certain[r]}（{label}）",
-                             f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})"),
-                           *[line for line in [_kth_one_column_late(ctx),
-                                               _certain_not_its_own(ctx, x[r if n > 1 else 0], width, top_k[r], top_p[r],
-                                                                    row_mass[r], sure[r], n),
-                                               _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r])]
-                             if line][:1],
-                           ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
-                                 "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
-                                 "certain is judged by the row alone: a top-k row needs its k-th value > the value right after it "
-                                 "(column k); a top-p-only row needs its last kept value > the window's last value (otherwise a "
-                                 "run of equal values may go on outside, and the width W is set by the peers)"),
-                           where="filter_window")
             key = (tuple(x[r if n > 1 else 0].tolist()), top_k[r], top_p[r])
             mine = (e[r, :n_kept].tolist(), total[r, 0].item(), cs[r, :n_kept].tolist())
             if key in seen and seen[key][1] != mine:
@@ -342,55 +344,4 @@ def t4_filter_window(ctx):
                              f"the same row ({other_label}): total {bits(other[1])}, kept e {rows_text([other[0]])}"),
                            why, where="filter_window")
             seen.setdefault(key, (label, mine))
-    boundaries_in_wider_windows(ctx, spread, ks)
-
-
-def _certain_not_its_own(ctx, row, width, top_k, top_p, row_mass, got, n):
-    """A row whose certain came out wrong: a line when the file's own filter_window, re-run on the same row alone or
-    at other widths, gives this row another certain: it reads another row's columns, or columns the width decides.
-    Else None."""
-    def certain_at(w):
-        return window_probe(ctx, stable_window(row[None], w)[0][0].tolist(), top_k, top_p, row_mass)[1]
-    vocab = row.shape[0]
-    if n > 1 and certain_at(width) not in (None, got):
-        return ctx.t(f"这一行单独调用时你的 certain 是 {not got}，和别的行一起时是 {got}：它读到了别的行的东西（比如一个不是逐行的下标）。"
-                     "certain 只能由这一行自己的列决定",
-                     f"called on this row alone, your certain is {not got}; beside the other rows, {got}: it reads something "
-                     f"of another row (an index that is not per row, say). A row's certain comes from its own columns")
-    if top_k <= 0:
-        return None
-    widths = sorted({w for w in (top_k + 1, top_k + 2, width, vocab - 1) if top_k < w < vocab})
-    seen = {w: certain_at(w) for w in widths}
-    if None in seen.values() or len(set(seen.values())) < 2:
-        return None
-    shown = ", ".join(f"W={w}: {v}" for w, v in seen.items())
-    return ctx.t(f"同一行、同样的参数，你的 certain 随窗口宽度变：{shown}。W 由同批的别人决定：top-k 行只能看每个窗口都有的列"
-                 f"（第 0..{top_k} 列）", f"the same row with the same params, and your certain changes with the window's "
-                 f"width: {shown}. The peers set W: a top-k row may read only the columns every window of it holds "
-                 f"(columns 0..{top_k})")
-
-
-def _run_ends_inside(ctx, z, n_kept, top_k, expected):
-    """A top-p-only row that is certain, whose cut falls inside a run of equal values that ends before the window's
-    last column, came out not certain: a line saying why the window settles it. Else None."""
-    if top_k > 0 or not expected or n_kept >= len(z) or z[n_kept - 1] != z[n_kept]:
-        return None
-    run = [j for j, v in enumerate(z) if v == z[n_kept - 1]]
-    return ctx.t(f"切口落在一串相等的值（{z[n_kept - 1]:g}，第 {run[0]}..{run[-1]} 列）中间，但这串值在窗口里就结束了（窗口最后一个值 "
-                 f"{z[-1]:g} 更低）：整串都在窗口里、按 id 排好，保留的正是 p08 会保留的那几个，这一行自己的列就能证明。"
-                 f"只有延续到窗口最后一列的一串（看不到它在哪结束）才让一行不能确定",
-                 f"the cut falls inside a run of equal values ({z[n_kept - 1]:g}, columns {run[0]}..{run[-1]}), but the run "
-                 f"ends inside the window (its last value, {z[-1]:g}, is lower): the whole run is in the window, in id order, "
-                 f"so the kept ones are those p08 keeps, and the row's own columns prove it. Only a run that reaches the "
-                 f"window's last column (its end out of sight) leaves a row unsure")
-
-
-def _kth_one_column_late(ctx):
-    """A line when the file's filter_window keeps one column too many on a row that top-k alone cuts (z = [3, 2, 1, 0,
-    -1], top_k = 2, no ties): the k-th value read at column k, not k - 1. Else None."""
-    if window_probe(ctx, [3.0, 2.0, 1.0, 0.0, -1.0], 2, INF)[0] != 3:
-        return None
-    return ctx.t("在 z = [3, 2, 1, 0, -1]、top_k = 2（没有并列）上你的 filter_window 保留了 3 列：第 k 大的值在第 k - 1 列"
-                 "（z[:, k - 1]，从 0 数）；你读的是第 k 列，于是 certain 也比错了一列",
-                 "on z = [3, 2, 1, 0, -1] with top_k = 2 (no ties) your filter_window keeps 3 columns: the k-th value is at "
-                 "column k - 1 (z[:, k - 1], counting from 0); yours reads column k, so certain compares one column late too")
+    boundaries_in_wider_windows(ctx, *spread_rows())

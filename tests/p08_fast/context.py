@@ -11,7 +11,8 @@ from typing import ClassVar
 from tests.p08.context import SamplerCtx, StepFirst
 
 STEP_FUNCTION = {"T1.route": "route", "T2.window_topk": "window_topk", "T2.canonical_window": "canonical_window",
-                 "T3.row_total": "row_total", "T4.filter_window": "filter_window", "T5.inverse_cdf": "inverse_cdf",
+                 "T3.row_total": "row_total", "T4.filter_window": "filter_window",
+                 "T4.certain": "filter_window", "T5.inverse_cdf": "inverse_cdf",
                  "T5.streams": "FastSampler._uniforms"}
 
 

@@ -238,3 +238,14 @@ def tied_kth_cut_line(ctx, z, top_k, kept, n_kept, certain, row_mass):
                  f"top-k 留下 >= 第 k 大的值的每一列，相等的也留下，共 {n_kept} 列{also}",
                  f"you keep exactly top_k = {top_k} columns, but columns {top_k}..{n_kept - 1} equal the k-th value "
                  f"({bits(z[top_k - 1])}): top-k keeps every value >= the k-th, ties included, {n_kept} columns{also}")
+
+
+def kth_one_column_late_line(ctx):
+    """A line when the file's filter_window keeps one column too many on a row that top-k alone cuts (z = [3, 2, 1, 0,
+    -1], top_k = 2, no ties): the k-th value read at column k, not k - 1. Else None."""
+    if window_probe(ctx, [3.0, 2.0, 1.0, 0.0, -1.0], 2, float("inf"))[0] != 3:
+        return None
+    return ctx.t("在 z = [3, 2, 1, 0, -1]、top_k = 2（没有并列）上你的 filter_window 保留了 3 列：第 k 大的值在第 k - 1 列"
+                 "（z[:, k - 1]，从 0 数）；你读的是第 k 列",
+                 "on z = [3, 2, 1, 0, -1] with top_k = 2 (no ties) your filter_window keeps 3 columns: the k-th value is at "
+                 "column k - 1 (z[:, k - 1], counting from 0); yours reads column k")

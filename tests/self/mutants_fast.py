@@ -59,7 +59,7 @@ P08_FAST = [
     Mutant("exact_route_draws_unfiltered", "F6", (("k[:, 2:3],", "k[:, 2:3] if not draw else torch.full_like(k[:, 2:3], INF),"),),
            "the exact route draws without top-p (tokens outside the kept set)", phrase=''),
     Mutant("never_certain", "F5", NEVER_CERTAIN,
-           "no top-k row is ever certain: every row takes the exact route", phrase="fix T4.filter_window first",
+           "no top-k row is ever certain: every row takes the exact route", phrase="fix T4.certain first",
            wrong="a per-row loop is left"),
     Mutant("exact_route_skips_the_smallest_temperature", "F1",
            (("unit_temp=all(p.temperature == 1 for p in params if p.temperature >= GREEDY_TEMPERATURE))",

@@ -16,7 +16,7 @@ CUDA_ANSWERS = {
     'return e.cumsum(-1) if e.device.type == "cpu" else prefix_sum(e)': "return prefix_sum(e)",
     'if mask.device.type == "cpu":': "if False:",
 }
-CHECKS = ["T3.row_total", "T4.filter_window", "F1", "F2", "F3", "F4", "F6", "F7",
+CHECKS = ["T3.row_total", "T4.filter_window", "T4.certain", "F1", "F2", "F3", "F4", "F6", "F7",
           "F8", "I1", "E3"]
 
 

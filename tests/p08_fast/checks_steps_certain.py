@@ -1,0 +1,85 @@
+"""p08-fast step check T4.certain: filter_window's certain on T4's cases (tests/p08_fast/checks_steps_sums.py), True
+exactly where the row's own columns prove that its kept set ends inside its window. Its causes re-run the file's
+filter_window (tests/p08_fast/step_causes.py)."""
+from course.grader.checks import Fail, check
+from tests.p08_fast.checks_steps import stable_window, step
+from tests.p08_fast.checks_steps_sums import expected_window, t4_calls
+from tests.p08_fast.step_causes import kth_one_column_late_line, window_probe
+
+
+@check("T4.certain", "filter_window（第 4 步）的 certain：这一行自己的列能证明保留集合在窗口里结束时才为 True",
+       "filter_window (step 4), certain: True exactly where the row's own columns prove its kept set ends in the window",
+       hint=("p08-fast", 2, "s4"))
+@step("filter_window")
+def t4_certain(ctx):
+    t = ctx.t
+    for label, x, width, top_k, top_p, row_mass, certain, z, _, _, _, complete, shown, (e, _, _), sure in t4_calls(ctx):
+        n = z.shape[0]
+        for r in range(n):
+            if sure[r] == certain[r]:
+                continue
+            row = f"called filter_window({shown}) -> " + t(f"第 {r} 行", f"row {r}")
+            got = t(f"{row}：certain = {sure[r]}，期望 {certain[r]}（{label}）",
+                    f"{row}: certain = {sure[r]}, expected {certain[r]} ({label})")
+            if complete:
+                raise Fail(got, ctx.t("complete=True：窗口就是整行，保留集合不可能伸到窗口外：每一行都 certain（全 True）",
+                                      "complete=True: the window is the whole row, so no kept set can reach past it: every "
+                                      "row is certain (all True)"), where="filter_window")
+            n_kept = expected_window(z[r].cpu().tolist(), top_k[r], top_p[r], row_mass[r])[0]
+            kept = int((e[r] > 0).sum())
+            if kept != n_kept:
+                raise Fail(got, t(f"你的 e 在这一行保留 {kept} 列，P08 保留 {n_kept} 列：certain 说的是这个保留集合，先修好 T4.filter_window",
+                                  f"your e keeps {kept} columns in this row, p08 keeps {n_kept}: certain speaks of that kept "
+                                  "set, so fix T4.filter_window first"), where="filter_window")
+            raise Fail(got,
+                       *[line for line in [kth_one_column_late_line(ctx),
+                                           _certain_not_its_own(ctx, x[r if n > 1 else 0], width, top_k[r], top_p[r],
+                                                                row_mass[r], sure[r], n),
+                                           _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r])]
+                         if line][:1],
+                       ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
+                             "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
+                             "certain is judged by the row alone: a top-k row needs its k-th value > the value right after "
+                             "it (column k); a top-p-only row needs its last kept value > the window's last value "
+                             "(otherwise a run of equal values may go on outside, and the width W is set by the peers)"),
+                       where="filter_window")
+
+
+def _certain_not_its_own(ctx, row, width, top_k, top_p, row_mass, got, n):
+    """A row whose certain came out wrong: a line when the file's own filter_window, re-run on the same row alone or
+    at other widths, gives this row another certain: it reads another row's columns, or columns the width decides.
+    Else None."""
+    def certain_at(w):
+        return window_probe(ctx, stable_window(row[None], w)[0][0].tolist(), top_k, top_p, row_mass)[1]
+    vocab = row.shape[0]
+    if n > 1 and certain_at(width) not in (None, got):
+        return ctx.t(f"这一行单独调用时你的 certain 是 {not got}，和别的行一起时是 {got}：它读到了别的行的东西（比如一个不是逐行的下标）。"
+                     "certain 只能由这一行自己的列决定",
+                     f"called on this row alone, your certain is {not got}; beside the other rows, {got}: it reads something "
+                     f"of another row (an index that is not per row, say). A row's certain comes from its own columns")
+    if top_k <= 0:
+        return None
+    widths = sorted({w for w in (top_k + 1, top_k + 2, width, vocab - 1) if top_k < w < vocab})
+    seen = {w: certain_at(w) for w in widths}
+    if None in seen.values() or len(set(seen.values())) < 2:
+        return None
+    shown = ", ".join(f"W={w}: {v}" for w, v in seen.items())
+    return ctx.t(f"同一行、同样的参数，你的 certain 随窗口宽度变：{shown}。W 由同批的别人决定：top-k 行只能看每个窗口都有的列"
+                 f"（第 0..{top_k} 列）", f"the same row with the same params, and your certain changes with the window's "
+                 f"width: {shown}. The peers set W: a top-k row may read only the columns every window of it holds "
+                 f"(columns 0..{top_k})")
+
+
+def _run_ends_inside(ctx, z, n_kept, top_k, expected):
+    """A top-p-only row that is certain, whose cut falls inside a run of equal values that ends before the window's
+    last column, came out not certain: a line saying why the window settles it. Else None."""
+    if top_k > 0 or not expected or n_kept >= len(z) or z[n_kept - 1] != z[n_kept]:
+        return None
+    run = [j for j, v in enumerate(z) if v == z[n_kept - 1]]
+    return ctx.t(f"切口落在一串相等的值（{z[n_kept - 1]:g}，第 {run[0]}..{run[-1]} 列）中间，但这串值在窗口里就结束了（窗口最后一个值 "
+                 f"{z[-1]:g} 更低）：整串都在窗口里、按 id 排好，保留的正是 p08 会保留的那几个，这一行自己的列就能证明。"
+                 f"只有延续到窗口最后一列的一串（看不到它在哪结束）才让一行不能确定",
+                 f"the cut falls inside a run of equal values ({z[n_kept - 1]:g}, columns {run[0]}..{run[-1]}), but the run "
+                 f"ends inside the window (its last value, {z[-1]:g}, is lower): the whole run is in the window, in id order, "
+                 f"so the kept ones are those p08 keeps, and the row's own columns prove it. Only a run that reaches the "
+                 f"window's last column (its end out of sight) leaves a row unsure")
