@@ -13,7 +13,18 @@ from tests.p08_fast.step_causes import kth_one_column_late_line, window_probe
 @step("filter_window")
 def t4_certain(ctx):
     t = ctx.t
-    for label, x, width, top_k, top_p, row_mass, certain, z, _, _, _, complete, shown, (e, _, _), sure in t4_calls(ctx):
+    calls = list(t4_calls(ctx))
+    partial = [call for call in calls if not call[11]]                # complete=False: certain is the row's to prove
+    if not any(any(call[-1]) for call in partial):                   # all False there: not written yet
+        label, *_, shown, _, sure = next(call for call in partial if any(call[6]))
+        raise Fail(t(f"called filter_window({shown}) -> certain {sure}（{label}）；T4 里窗口不是整行的每一行你都给 False",
+                     f"called filter_window({shown}) -> certain {sure} ({label}); False in every row of T4 whose window is not the whole row"),
+                   t("这样是对的，只是慢：每一行都交给了精确路线。这一行的保留集合在窗口里就结束了，它自己的列能证明这一点吗？"
+                     "在每个宽度 W 下都成立的证明是什么？（notebook §4 的问题）",
+                     "right, only slow: every row goes to the exact route. This row's kept set ends inside its window: "
+                     "can its own columns prove it, in a way that holds at every width W? (notebook §4's question)"),
+                   where="filter_window")
+    for label, x, width, top_k, top_p, row_mass, certain, z, _, _, _, complete, shown, (e, _, _), sure in calls:
         n = z.shape[0]
         for r in range(n):
             if sure[r] == certain[r]:
