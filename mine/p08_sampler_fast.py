@@ -83,13 +83,15 @@ def filter_window(z, top_k, top_p, row_mass, complete):
          has top-k on) · complete: the window is the whole row.
     Out: e [n, W] = exp(z - max), exactly 0 outside the kept set · cs = cumulative(e) [n, W] (of e before or after
          the zeroing: the kept columns agree) · total [n, 1], the kept mass · certain [n] bool: True exactly where
-         the row's own columns prove that its kept set ends inside its window (all True if complete); the given exact
+         the row's own columns (those every window of the row holds, whatever width the peers choose: a top-k row's
+         first top_k + 1) prove that its kept set ends inside its window (all True if complete); the given exact
          route settles the rows that are not certain. e, cs and total follow p08's rules on the window as it
          stands in every row, certain or not.
     p08's rules:
       - top-k keeps the values >= the k-th; top-p's 100 % is the top-k mass, or row_mass;
       - a column's mass before is the sum of e over the columns left of it;
-      - drop every column from the first whose mass before reaches top_p of the 100 % (column 0 always stays).
+      - drop every column from the first whose mass before reaches top_p of the 100 % (column 0 always stays;
+        compare in float32 or float64, as long as the row alone decides).
     """
     # TODO(p08-fast.4): notebook §4's two probes. A row's certain, and a certain row's e, cs and total, are the same
     #                   bits at every width W the peers choose. How can a row tell, from its own columns, that its
