@@ -76,17 +76,22 @@ def row_total(e):
 
 # step 4: top-k and top-p inside the window, and whether the window settles the row ---------------------
 def filter_window(z, top_k, top_p, row_mass, complete):
-    """Step 4: p08's top-k and top-p on a canonical window z [n, W] (descending, temperature applied).
+    """Step 4: p08's top-k and top-p on a canonical window, and whether the window settles the row.
 
-    In:  top_k [n, 1] long (0: off; W > top_k) · top_p [n, 1] float (inf: off) · row_mass [n, 1], the row's mass
-         over all V relative to its max (a top-p-only row's 100 %, unused where top-k is on; None when every row
-         has top-k on) · complete: the window is the whole row.
-    Out: e [n, W] = exp(z - max), exactly 0 outside the kept set · cs = cumulative(e) [n, W] (of e before or after
-         the zeroing: the kept columns agree) · total [n, 1], the kept mass · certain [n] bool: True exactly where
-         the row's own columns (those every window of the row holds, whatever width the peers choose: a top-k row's
-         first top_k + 1) prove that its kept set ends inside its window (all True if complete); the given exact
-         route settles the rows that are not certain. e, cs and total follow p08's rules on the window as it
-         stands in every row, certain or not.
+    In:  z         [n, W] descending, temperature applied
+         top_k     [n, 1] long, 0: off (W > top_k where on)
+         top_p     [n, 1] float, inf: off
+         row_mass  [n, 1] the row's mass over all V relative to its max: a top-p-only row's 100 % (unused where
+                   top-k is on); None when every row has top-k on
+         complete  the window is the whole row (the given code says so only of a top-p window over a vocabulary
+                   of at most WINDOW: V decides it, never the peers)
+    Out: e         [n, W] = exp(z - max), exactly 0 outside the kept set
+         cs        [n, W] = cumulative(e), of e before or after the zeroing (the kept columns agree)
+         total     [n, 1] the kept mass
+         certain   [n] bool, True exactly where the row's own columns (those every window of the row holds,
+                   whatever width the peers choose: a top-k row's first top_k + 1) prove that its kept set ends
+                   inside its window; all True if complete. The given exact route settles the other rows.
+         e, cs and total follow p08's rules on the window as it stands, in every row, certain or not.
     p08's rules:
       - top-k keeps the values >= the k-th; top-p's 100 % is the top-k mass, or row_mass;
       - a column's mass before is the sum of e over the columns left of it;
