@@ -235,9 +235,10 @@ def tied_kth_cut_line(ctx, z, top_k, kept, n_kept, certain, row_mass):
     also = ctx.t("；这一行不 certain，但 e、cs 和 total 在每一行都照 P08 的规则算",
                  "; this row is not certain, yet e, cs and total follow p08's rules in every row") if not certain else ""
     return ctx.t(f"你正好保留 top_k = {top_k} 列，而第 {top_k}..{n_kept - 1} 列的值与第 k 大的值（{bits(z[top_k - 1])}）相等："
-                 f"top-k 留下 >= 第 k 大的值的每一列，相等的也留下，共 {n_kept} 列{also}",
+                 f"top-k 留下 >= 第 k 大的值的每一列，相等的也留下（这里 P08 保留 {n_kept} 列）{also}",
                  f"you keep exactly top_k = {top_k} columns, but columns {top_k}..{n_kept - 1} equal the k-th value "
-                 f"({bits(z[top_k - 1])}): top-k keeps every value >= the k-th, ties included, {n_kept} columns{also}")
+                 f"({bits(z[top_k - 1])}): top-k keeps every value >= the k-th, ties included (p08 keeps {n_kept} columns "
+                 f"here){also}")
 
 
 def kth_one_column_late_line(ctx):
