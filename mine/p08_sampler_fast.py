@@ -65,8 +65,8 @@ def canonical_window(z, ids):
 
 # step 3: a row total whose rounding is the row's alone ------------------------------------------------
 def row_total(e):
-    """Step 3: e [n, V], weights in [0, 1], a row's largest 1 or near it (the given code passes exp(z - max)) ->
-    [n, 1] float32, each row's sum: the same bits alone or in any batch, on any number of threads.
+    """Step 3: e [n, V], weights in [0, 1], a row's largest 1 or near it (the given code passes exp(z - max)), V up to
+    2**18 -> [n, 1] float32, each row's sum: the same bits alone or in any batch, on any number of threads.
 
     Precision: the exact sum to float32 precision (within 1e-6 of it, relative); how it rounds to float32 is free.
     """

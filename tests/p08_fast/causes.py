@@ -37,6 +37,7 @@ STEP_OF_PROBLEM["p08-fast"] = {  # the fast path's steps, as a fix-first line na
     "T2.canonical_window": ("第 2 步 canonical_window", "step 2, canonical_window"),
     "T3.row_total": ("第 3 步 row_total", "step 3, row_total"),
     "T4.filter_window": ("第 4 步 filter_window", "step 4, filter_window"),
+    "T4.certain": ("第 4 步 filter_window 的 certain", "step 4, filter_window's certain"),
     "T5.inverse_cdf": ("第 5 步 inverse_cdf", "step 5, inverse_cdf"),
     "T5.streams": ("第 5 步：每个请求自己的流（_uniforms）", "step 5, each request's own stream (_uniforms)"),
     "I5": ("第 5 步：每个请求自己的流", "step 5, each request's own stream"),

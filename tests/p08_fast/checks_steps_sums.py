@@ -41,7 +41,7 @@ def t3_row_total(ctx):
     torch.set_num_threads(max(threads, 4))               # torch.sum splits a lone long row across threads
     try:
         g = torch.Generator().manual_seed(45)
-        for vocab in (50257, 151936, 4099):
+        for vocab in (50257, 151936, 4099, 2 ** 18):          # 2**18: the stub's largest V, a row of V ones included
             x = torch.exp(torch.randn(6, vocab, generator=g) * 3.0)
             x = (x / x.amax(-1, keepdim=True)).to(dev)                                       # [6, V]
             x[5] = torch.rand(vocab, generator=g).to(dev) * 0.5 + 0.5                        # a flat row: sum ~ 0.75 V

@@ -112,6 +112,9 @@ FAST_STEPS = [
            (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** (62 - e.shape[0].bit_length())"),),
            "the scale from the number of rows, not V: a lone row's units overflow (a blind-round file)",
            "the int64 sum overflows"),
+    Mutant("total_fixed_scale_2_45", "T3.row_total",
+           (("    scale = 2.0 ** (62 - e.shape[-1].bit_length())", "    scale = 2.0 ** 45"),),
+           "a fixed scale of 2**45: a flat row of V = 2**18 (the stub's largest V) overflows int64", "overflows"),
     # step 4: filter_window
     Mutant("window_total_by_sum", "T4.filter_window",
            (("total = cs.gather(1, n_kept - 1)                                             # [n, 1] at the row's own end",
