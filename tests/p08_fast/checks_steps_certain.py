@@ -46,7 +46,8 @@ def t4_certain(ctx):
                        *[line for line in [kth_one_column_late_line(ctx),
                                            _certain_not_its_own(ctx, x[r if n > 1 else 0], width, top_k[r], top_p[r],
                                                                 row_mass[r], sure[r], n),
-                                           _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r])]
+                                           _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r]),
+                                           _run_reaches_the_edge(ctx, z[r].cpu().tolist(), n_kept, top_k[r], sure[r])]
                          if line][:1],
                        ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
                              "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
@@ -94,3 +95,15 @@ def _run_ends_inside(ctx, z, n_kept, top_k, expected):
                  f"ends inside the window (its last value, {z[-1]:g}, is lower): the whole run is in the window, in id order, "
                  f"so the kept ones are those p08 keeps, and the row's own columns prove it. Only a run that reaches the "
                  f"window's last column (its end out of sight) leaves a row unsure")
+
+
+def _run_reaches_the_edge(ctx, z, n_kept, top_k, got):
+    """A top-p-only row called certain whose last kept value equals the window's last value: a line saying the run
+    may go on past the window. Else None."""
+    if top_k > 0 or not got or z[n_kept - 1] != z[-1]:
+        return None
+    return ctx.t(f"你的 certain 是 True，但最后保留的值（第 {n_kept - 1} 列，{z[-1]:g}）等于窗口最后一个值：这串相等的值可能延续到窗口外，"
+                 "窗口装进这串里的哪些 id 随宽度变（notebook §2），这一行自己的列证明不了保留集合在窗口里结束",
+                 f"your certain is True, but the last kept value (column {n_kept - 1}, {z[-1]:g}) equals the window's last "
+                 "value: the run of equal values may go on past the window, and which of its ids a window holds changes "
+                 "with the width (notebook §2), so the row's own columns cannot prove that its kept set ends inside")

@@ -9,7 +9,8 @@ from tests.p08_fast.causes import overflow_line
 from tests.p08_fast.order_probes import boundaries_in_wider_windows, orders_of_one_row
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
 from tests.p08_fast.step_causes import (coarse_units_line, complete_line, float_test_line, inclusive_mass_line, row_mass_line,
-                                        kth_one_column_late_line, tied_kth_cut_line, top_k_off_line, window_probe)
+                                        kth_one_column_late_line, reaches_line, tied_kth_cut_line, top_k_off_line,
+                                        weight_space_line, window_probe)
 
 
 def agrees_on_one_thread(ctx, x, r) -> bool:
@@ -98,6 +99,7 @@ def t3_row_total(ctx):
 ROW_A = [math.log(p) for p in (0.15, 0.5, 0.05, 0.25, 0.03, 0.02)]
 ROW_C = [math.log(p) for p in (0.04, 0.12, 0.4, 0.05, 0.3, 0.09)]          # 2 log(p) / T = 2
 BLOG = [math.log(p) for p in (0.5, 0.25, 0.15, 0.1)]
+NEAR_MAX = torch.tensor([[0.0, -1e-8, -2e-8, -1.0, -2.0, -3.0]])   # distinct values whose weights exp(z - max) all round to 1
 TINY_TAIL = torch.tensor([[0.0, -0.5, -25.0, -30.0, -35.0, -40.0, -45.0, -50.0]])  # exp(-25) is below float32's step at 1.6
 
 
@@ -220,6 +222,8 @@ def t4_cases(ctx):
          [0.0], [True]),
         (t("top_k=2，其后的权重（1e-11 及更小）加进 float32 的前缀和也不改变它", "top_k=2, and the weights after it (1e-11 and "
            "less) leave the float32 prefix sum unchanged"), TINY_TAIL, 6, [2], [INF], [0.0], [True]),
+        (t("top_k=2：第 1、2 列的值不同（-1e-08 > -2e-08），权重 e 却都舍入成 1", "top_k=2: columns 1 and 2 hold distinct values "
+           "(-1e-08 > -2e-08) whose weights e both round to 1"), NEAR_MAX, 5, [2], [INF], [0.0], [True]),
     ]
     spread, ks = spread_rows()
     for r, k in enumerate(ks):                   # each row alone: its own window, top_k + 1 columns
@@ -294,7 +298,9 @@ def t4_filter_window(ctx):
                              f"with where / masked_fill"), hint=("p08-fast", 1, "q4"), where="filter_window")
             if not zeros_ok:
                 zr = z[r].cpu().tolist()
-                why = [kth_one_column_late_line(ctx) if top_k[r] > 0 and int((e[r] > 0).sum()) == n_kept + 1 else None,
+                why = [weight_space_line(ctx, zr, top_k[r], int((e[r] > 0).sum()), n_kept),
+                       reaches_line(ctx, zr, top_k[r], top_p[r], row_mass[r], int((e[r] > 0).sum()), n_kept, complete),
+                       kth_one_column_late_line(ctx) if top_k[r] > 0 and int((e[r] > 0).sum()) == n_kept + 1 else None,
                        tied_kth_cut_line(ctx, zr, top_k[r], int((e[r] > 0).sum()), n_kept, certain[r], m),
                        _window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
                        _tied_kth_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),

@@ -1,6 +1,8 @@
 """Established causes for the step checks T2-T4: each helper re-runs the learner's own step function (on the failing
 input, or a variant of it that tells two causes apart) and returns a line only when that shows the cause; else None.
 The step checks themselves: tests/p08_fast/checks_steps.py, checks_steps_sums.py."""
+import math
+
 import torch
 
 from course.fast_batch import CHUNK
@@ -250,3 +252,45 @@ def kth_one_column_late_line(ctx):
                  "（z[:, k - 1]，从 0 数）；你读的是第 k 列",
                  "on z = [3, 2, 1, 0, -1] with top_k = 2 (no ties) your filter_window keeps 3 columns: the k-th value is at "
                  "column k - 1 (z[:, k - 1], counting from 0); yours reads column k")
+
+
+def weight_space_line(ctx, z, top_k, kept, n_kept):
+    """A top-k row that kept as many columns as there are weights e >= the k-th's weight, where values below the k-th
+    have weights that round to the k-th's: a line saying top-k compares values, not weights. Else None."""
+    if top_k <= 0 or kept <= n_kept:
+        return None
+    e = torch.exp(torch.tensor(z, dtype=torch.float32) - z[0]).tolist()                 # the row's float32 weights
+    if kept != sum(1 for w in e if w >= e[top_k - 1]):
+        return None
+    below = [j for j in range(len(z)) if z[j] < z[top_k - 1] and e[j] >= e[top_k - 1]]
+    if not below:                                                     # no value below the k-th shares its weight
+        return None
+    cols = (f"{below[0]}", f"column {below[0]} holds a value", "whose weight rounds") if len(below) == 1 else \
+        (f"{below[0]}..{below[-1]}", f"columns {below[0]}..{below[-1]} hold values", "whose weights round")
+    return ctx.t(f"你保留的列数正好是权重 e >= 第 k 大的值的权重（{bits(e[top_k - 1])}）的列数：第 {cols[0]} 列的值比第 k 大的值"
+                 f"（{bits(z[top_k - 1])}）小，权重却舍入成同一个 float32。top-k 比较的是值 z，不是权重 e",
+                 f"you keep as many columns as there are weights e >= the k-th's weight ({bits(e[top_k - 1])}): {cols[1]} "
+                 f"below the k-th ({bits(z[top_k - 1])}) {cols[2]} to the same float32. Top-k compares the "
+                 f"values z, not the weights e")
+
+
+def reaches_line(ctx, z, top_k, top_p, row_mass, kept, n_kept, complete):
+    """A row that kept one column past p08's cut, whose mass before is exactly top_p of the 100 %: a line when the
+    file drops that column once top_p is a little lower (it drops when the mass before passes top_p, not when it
+    reaches it). Else None."""
+    if top_p == float("inf") or kept != n_kept + 1:
+        return None
+    e = [math.exp(v - z[0]) for v in z]
+    top = sum(1 for v in z if v >= z[top_k - 1]) if top_k > 0 else len(z)
+    hundred = sum(e[:top]) if top_k > 0 else row_mass
+    before = sum(e[:n_kept])
+    if abs(before - top_p * hundred) > 1e-6 * hundred:
+        return None
+    lower = top_p * (1 - 1e-3)
+    if window_probe(ctx, z, top_k, lower, None if top_k > 0 else row_mass, complete)[0] != n_kept:
+        return None
+    return ctx.t(f"在 top_p = {top_p:g} 时你保留了第 {n_kept} 列，它之前的质量（{before:.6g}）正好是 100 %（{hundred:.6g}）的 top_p 倍；"
+                 f"top_p 稍低（{lower:.6g}）时你就删掉它：你在之前的质量超过 top_p 时才删，P08 在它达到 top_p（>=）时就删",
+                 f"at top_p = {top_p:g} you keep column {n_kept}, whose mass before ({before:.6g}) is exactly top_p of the "
+                 f"100 % ({hundred:.6g}); at a slightly lower top_p ({lower:.6g}) you drop it: you drop once the mass "
+                 f"before passes top_p, p08 drops once it reaches it (>=)")

@@ -186,6 +186,18 @@ FAST_STEPS = [
              "    return e, cs, total, torch.zeros(len(z), dtype=torch.bool, device=z.device)"),),
            "certain all False where the window is not the whole row (e, cs and total written, certain not yet)",
            "right, only slow"),
+    Mutant("top_k_compares_weights", "T4.filter_window",
+           (("    n_top_k = (z >= kth).sum(-1, keepdim=True)",
+             "    n_top_k = (e >= torch.exp(kth - z[:, :1])).sum(-1, keepdim=True)"),),
+           "top-k decided on the weights e, not the values z: values just below the k-th whose weights round to the "
+           "k-th's stay (a blind-round file)", "not the weights e"),
+    Mutant("top_p_cut_when_the_mass_passes", "T4.filter_window",
+           (("n_top_p = 1 + first_true(cs[:, :-1] >= top_p * mass)", "n_top_p = 1 + first_true(cs[:, :-1] > top_p * mass)"),),
+           "a column stays while its mass before is <= top_p of the 100 % (a blind-round file)", "drops once it reaches it"),
+    Mutant("certain_top_p_by_count", "T4.certain",
+           (("z.gather(1, n_kept - 1) > z[:, -1:]", "n_kept < z.shape[1]"),),
+           "a top-p-only row certain whenever its cut falls inside the window, a run tied with the window's last value "
+           "included (a blind-round file)", "equals the window's last value"),
     Mutant("kept_count_top_k_when_all_rows_top_k", "T4.filter_window",
            (("    n_top_k = (z >= kth).sum(-1, keepdim=True)",
              "    n_top_k = top_k.clamp(min=1) if row_mass is None else (z >= kth).sum(-1, keepdim=True)"),),
