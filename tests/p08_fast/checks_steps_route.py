@@ -88,8 +88,14 @@ def t2_route(ctx):
 
     for row, (p, want, why) in enumerate(cases):
         if where[row] != want:
+            top1 = p.top_k == 1 and where[row] == "greedy" and ctx.t(
+                "top_k = 1 不是 greedy：greedy 取 argmax 一个 token，top_k = 1 留下与最大值相等的每一个值（并列的最大值）再从中抽样；"
+                "只有 temperature 决定 greedy",
+                "top_k = 1 is not greedy: greedy takes one token, the argmax, while top_k = 1 keeps every value equal to "
+                "the maximum (tied maxima) and draws among them; the temperature alone decides greedy")
             raise Fail(ctx.t(f"called route({shown}) -> 第 {row} 行（{_knobs(p)}）在 {where[row]}，期望 {want}（{why}）",
                              f"called route({shown}) -> row {row} ({_knobs(p)}) in {where[row]}, expected {want} ({why})"),
+                       *[line for line in [top1] if line],
                        ctx.t("greedy 先判（temperature < 1e-5，不管过滤参数）；top_k 开启 = 0 < top_k < V：<= WINDOW_K 走 top_k，"
                              "更大走 exact；只开 top_p（< 1）走 top_p；都不开走 plain",
                              "greedy first (temperature < 1e-5, whatever the filters); top-k on = 0 < top_k < V: top_k up to "

@@ -20,6 +20,10 @@ FAST_STEPS = [
            (("    return routes\n", "    if routes.top_k:\n        routes.top_k.extend(routes.top_p)\n        routes.top_k.sort()\n"
              "        routes.top_p.clear()\n    return routes\n"),),
            "top-p-only rows join the top-k window when a peer has top-k", "depend on its own params alone"),
+    Mutant("route_top_k_one_as_greedy", "T1.route",
+           (("        if p.temperature < GREEDY_TEMPERATURE:\n            routes.greedy.append(i)",
+             "        if p.temperature < GREEDY_TEMPERATURE or p.top_k == 1:\n            routes.greedy.append(i)"),),
+           "a top_k 1 row routed greedy: tied maxima no longer all kept (a blind-round file)", "top_k = 1 is not greedy"),
     # step 2: the window
     Mutant("window_forgets_the_tail", "T2.window_topk",
            (("cand = torch.cat([cand, x[:, chunks * CHUNK:]], 1)", "cand = cand"),),
