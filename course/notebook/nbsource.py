@@ -5,8 +5,9 @@ A source file notebooks/src/<name>.nb is a list of blocks, each opened by a mark
     %% en      the same cell in English
     %% code    a code cell, the same in both notebooks but for its strings: {{LANG}} becomes "zh" or "en", and a
                printed line t("中文", "English") (two string literals) keeps the notebook's language only
-So code cells never drift between the languages, and each notebook's cells read in one language. `python -m course.notebook.nbsource` rewrites the notebooks;
-`--check` exits 1 when a committed notebook differs from its source (the self-tests check the same).
+So code cells never drift between the languages, and each notebook's cells read in one language.
+`python -m course.notebook.nbsource` rewrites the notebooks; `--check` exits 1 when a committed notebook differs from
+its source (the self-tests check the same).
 Output is canonical: no outputs, fixed ids, the JSON layout Jupyter itself writes (course/notebook/nbstrip.py keeps
 a notebook saved after a run byte-identical to this).
 """
@@ -69,17 +70,20 @@ def _without_magics(lines: list) -> str:
     return "".join("#" + line[1:] if line.startswith(("%", "!")) else line for line in lines)
 
 
+def printed_pair(node) -> bool:
+    """Is this AST node a call t("中文", "English") whose two arguments are string literals (f-strings too)?"""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "t"
+            and not node.keywords and len(node.args) == 2
+            and all(isinstance(arg, ast.JoinedStr) or isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+                    for arg in node.args))
+
+
 def localize(code: str, lang: str) -> str:
     """Each t("中文", "English") call whose two arguments are string literals (f-strings too) -> the argument in
     `lang`, its continuation lines moved as far as the argument moved (never left of it); t(*pair) and the rest
     stay."""
     lines = code.splitlines(True)
-    parseable = _without_magics(lines)
-    strings = (ast.Constant, ast.JoinedStr)
-    calls = [node for node in ast.walk(ast.parse(parseable)) if isinstance(node, ast.Call)
-             and isinstance(node.func, ast.Name) and node.func.id == "t" and not node.keywords
-             and len(node.args) == 2 and all(isinstance(arg, strings) for arg in node.args)
-             and all(isinstance(arg, ast.JoinedStr) or isinstance(arg.value, str) for arg in node.args)]
+    calls = [node for node in ast.walk(ast.parse(_without_magics(lines))) if printed_pair(node)]
     calls.sort(key=lambda node: (node.lineno, node.col_offset), reverse=True)    # the last first: spans stay valid
     for call in calls:
         arg = call.args[0 if lang == "zh" else 1]

@@ -45,10 +45,7 @@ class _Chosen(ast.NodeTransformer):
 
     def visit_Call(self, node):
         node = self.generic_visit(node)
-        literal = [isinstance(a, ast.JoinedStr) or isinstance(a, ast.Constant) and isinstance(a.value, str)
-                   for a in node.args]
-        pair = isinstance(node.func, ast.Name) and node.func.id == "t" and not node.keywords and literal == [True] * 2
-        return node.args[self.which] if pair else node
+        return node.args[self.which] if nbsource.printed_pair(node) else node
 
 
 def _code_ast(source, transform=None):
