@@ -4,7 +4,7 @@ filter_window (tests/p08_fast/step_causes.py)."""
 from course.grader.checks import Fail, check
 from tests.p08_fast.checks_steps import stable_window, step
 from tests.p08_fast.checks_steps_sums import expected_window, t4_calls
-from tests.p08_fast.step_causes import kth_one_column_late_line, window_probe
+from tests.p08_fast.step_causes import first_cause, kth_one_column_late_line, window_probe
 
 
 @check("T4.certain", "filter_window（第 4 步）的 certain：这一行自己的列能证明保留集合在窗口里结束时才为 True",
@@ -43,12 +43,11 @@ def t4_certain(ctx):
                                   f"your e keeps {kept} columns in this row, p08 keeps {n_kept}: certain speaks of that kept "
                                   "set, so fix T4.filter_window first"), where="filter_window")
             raise Fail(got,
-                       *[line for line in [kth_one_column_late_line(ctx),
-                                           _certain_not_its_own(ctx, x[r if n > 1 else 0], width, top_k[r], top_p[r],
-                                                                row_mass[r], sure[r], n),
-                                           _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r]),
-                                           _run_reaches_the_edge(ctx, z[r].cpu().tolist(), n_kept, top_k[r], sure[r])]
-                         if line][:1],
+                       *first_cause(lambda: kth_one_column_late_line(ctx),
+                                    lambda: _certain_not_its_own(ctx, x[r if n > 1 else 0], width, top_k[r], top_p[r],
+                                                                 row_mass[r], sure[r], n),
+                                    lambda: _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r]),
+                                    lambda: _run_reaches_the_edge(ctx, z[r].cpu().tolist(), n_kept, top_k[r], sure[r])),
                        ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
                              "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
                              "certain is judged by the row alone: a top-k row needs its k-th value > the value right after "

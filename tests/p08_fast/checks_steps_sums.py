@@ -8,9 +8,9 @@ from course.grader.checks import Fail, check, describe, fmt_num
 from tests.p08_fast.causes import overflow_line
 from tests.p08_fast.order_probes import boundaries_in_wider_windows, orders_of_one_row
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
-from tests.p08_fast.step_causes import (coarse_units_line, complete_line, float_test_line, inclusive_mass_line, row_mass_line,
-                                        kth_one_column_late_line, reaches_line, tied_kth_cut_line, top_k_off_line,
-                                        weight_space_line, window_probe)
+from tests.p08_fast.step_causes import (coarse_units_line, complete_line, first_cause, float_test_line,
+                                        inclusive_mass_line, kth_one_column_late_line, reaches_line, row_mass_line,
+                                        tied_kth_cut_line, top_k_off_line, weight_space_line, window_probe)
 
 
 def agrees_on_one_thread(ctx, x, r) -> bool:
@@ -298,22 +298,24 @@ def t4_filter_window(ctx):
                              f"with where / masked_fill"), hint=("p08-fast", 1, "q4"), where="filter_window")
             if not zeros_ok:
                 zr = z[r].cpu().tolist()
-                why = [weight_space_line(ctx, zr, top_k[r], int((e[r] > 0).sum()), n_kept),
-                       reaches_line(ctx, zr, top_k[r], top_p[r], row_mass[r], int((e[r] > 0).sum()), n_kept, complete),
-                       kth_one_column_late_line(ctx) if top_k[r] > 0 and int((e[r] > 0).sum()) == n_kept + 1 else None,
-                       tied_kth_cut_line(ctx, zr, top_k[r], int((e[r] > 0).sum()), n_kept, certain[r], m),
-                       _window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
-                       _tied_kth_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
-                       float_test_line(ctx, e[r].tolist(), cs[r].tolist(), total[r, 0].item(), n_kept),
-                       top_k_off_line(ctx, zr, top_k[r], top_p[r], row_mass[r], int((e[r] > 0).sum()), n_kept),
-                       row_mass_line(ctx, z[r:r + 1], top_k[r], top_p[r], row_mass[r], e[r],
-                                     expected_window(zr, 0, top_p[r], row_mass[r], mass=sum(math.exp(v - zr[0]) for v in zr))[0]),
-                       inclusive_mass_line(ctx, zr, top_k[r], top_p[r], row_mass[r], int((e[r] > 0).sum()), n_kept),
-                       complete_line(ctx, z[r:r + 1], k[r:r + 1], p[r:r + 1], m[r:r + 1], e[r], n_kept) if complete else None]
+                kept = int((e[r] > 0).sum())
+                why = first_cause(
+                    lambda: weight_space_line(ctx, zr, top_k[r], kept, n_kept),
+                    lambda: reaches_line(ctx, zr, top_k[r], top_p[r], row_mass[r], kept, n_kept, complete),
+                    lambda: top_k[r] > 0 and kept == n_kept + 1 and kth_one_column_late_line(ctx),
+                    lambda: tied_kth_cut_line(ctx, zr, top_k[r], kept, n_kept, certain[r], m),
+                    lambda: _window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
+                    lambda: _tied_kth_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),
+                    lambda: float_test_line(ctx, e[r].tolist(), cs[r].tolist(), total[r, 0].item(), n_kept),
+                    lambda: top_k_off_line(ctx, zr, top_k[r], top_p[r], row_mass[r], kept, n_kept),
+                    lambda: row_mass_line(ctx, z[r:r + 1], top_k[r], top_p[r], row_mass[r], e[r], expected_window(
+                        zr, 0, top_p[r], row_mass[r], mass=sum(math.exp(v - zr[0]) for v in zr))[0]),
+                    lambda: inclusive_mass_line(ctx, zr, top_k[r], top_p[r], row_mass[r], kept, n_kept),
+                    lambda: complete and complete_line(ctx, z[r:r + 1], k[r:r + 1], p[r:r + 1], m[r:r + 1], e[r], n_kept))
                 raise Fail(t(f"{row}：e {rows_text(e[r:r + 1], 8)}，期望保留 {n_kept} 列 {rows_text([e_kept], 8)}，"
                              f"其后恰好为 0（{label}）",
                              f"{row}: e {rows_text(e[r:r + 1], 8)}, expected {n_kept} kept columns "
-                             f"{rows_text([e_kept], 8)} and exactly 0 after ({label})"), *[w for w in why if w][:1],
+                             f"{rows_text([e_kept], 8)} and exactly 0 after ({label})"), *why,
                            ctx.t("保留的是一个前缀：top-k（>= 第 k 大的值）与 top-p（之前的质量 >= top_p 就删）中较短的那个；其余恰好为 0",
                                  "the kept set is a prefix: the shorter of top-k's (values >= the k-th) and top-p's (drop once "
                                  "the mass before reaches top_p); exactly 0 after it"),

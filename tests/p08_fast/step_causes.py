@@ -13,6 +13,16 @@ def bits(x: float) -> str:
     return f"{x:.9g}"
 
 
+def first_cause(*causes) -> list:
+    """[the line of the first cause that names one], or []: each cause a function of no arguments, tried in order;
+    the ones after it are not run (each re-runs the learner's code)."""
+    for cause in causes:
+        line = cause()
+        if line:
+            return [line]
+    return []
+
+
 def _rerun(ctx, name, *args):
     """The learner's step function on args, or None when it raises (it cannot say)."""
     try:
