@@ -3,8 +3,8 @@ exactly where the row's own columns prove that its kept set ends inside its wind
 filter_window (tests/p08_fast/step_causes.py)."""
 from course.grader.checks import Fail, check
 from tests.p08_fast.checks_steps import stable_window, step
-from tests.p08_fast.checks_steps_sums import expected_window, t4_calls
-from tests.p08_fast.step_causes import first_cause, kth_one_column_late_line, window_probe
+from tests.p08_fast.checks_steps_sums import t4_calls
+from tests.p08_fast.step_causes import expected_window, first_cause, kth_one_column_late_line, window_probe
 
 
 @check("T4.certain", "filter_window（第 4 步）的 certain：这一行自己的列能证明保留集合在窗口里结束时才为 True",

@@ -8,9 +8,10 @@ from course.grader.checks import Fail, check, describe, fmt_num
 from tests.p08_fast.causes import overflow_line
 from tests.p08_fast.order_probes import boundaries_in_wider_windows, orders_of_one_row
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
-from tests.p08_fast.step_causes import (coarse_units_line, complete_line, first_cause, float_test_line,
-                                        inclusive_mass_line, kth_one_column_late_line, reaches_line, row_mass_line,
-                                        tied_kth_cut_line, top_k_off_line, weight_space_line, window_probe)
+from tests.p08_fast.step_causes import (coarse_units_line, complete_line, expected_window, first_cause,
+                                        float_test_line, inclusive_mass_line, kth_one_column_late_line, reaches_line,
+                                        row_mass_line, tied_kth_cut_line, top_k_off_line, weight_space_line,
+                                        window_probe)
 
 
 def agrees_on_one_thread(ctx, x, r) -> bool:
@@ -101,25 +102,6 @@ ROW_C = [math.log(p) for p in (0.04, 0.12, 0.4, 0.05, 0.3, 0.09)]          # 2 l
 BLOG = [math.log(p) for p in (0.5, 0.25, 0.15, 0.1)]
 NEAR_MAX = torch.tensor([[0.0, -1e-8, -2e-8, -1.0, -2.0, -3.0]])   # distinct values whose weights exp(z - max) all round to 1
 TINY_TAIL = torch.tensor([[0.0, -0.5, -25.0, -30.0, -35.0, -40.0, -45.0, -50.0]])  # exp(-25) is below float32's step at 1.6
-
-
-def expected_window(z, top_k, top_p, row_mass, mass=None):
-    """float64 oracle of filter_window for one canonical window row: (n_kept, e kept, total). mass: another 100 % for
-    top-p than the rule's (to name a mistake)."""
-    e = [math.exp(v - z[0]) for v in z]
-    n = len(z)
-    if top_k > 0:
-        kth = z[top_k - 1]
-        n = sum(1 for v in z if v >= kth)
-    mass = mass if mass is not None else sum(e[:n]) if top_k > 0 else row_mass
-    if top_p != INF:
-        before = 0.0
-        for j in range(n):
-            if j > 0 and before >= top_p * mass:
-                n = j
-                break
-            before += e[j]
-    return n, e[:n], sum(e[:n])
 
 
 def _window_mass_why(ctx, z, top_k, top_p, row_mass, e, n_kept):

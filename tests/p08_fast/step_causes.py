@@ -123,6 +123,25 @@ def coarse_units_line(ctx, vocab=50257, small=1e-6):
 
 
 # ---- T4 filter_window ----------------------------------------------------------------------------------------
+def expected_window(z, top_k, top_p, row_mass, mass=None):
+    """float64 oracle of filter_window for one canonical window row: (n_kept, e kept, total). mass: another 100 % for
+    top-p than the rule's (to name a mistake)."""
+    e = [math.exp(v - z[0]) for v in z]
+    n = len(z)
+    if top_k > 0:
+        kth = z[top_k - 1]
+        n = sum(1 for v in z if v >= kth)
+    mass = mass if mass is not None else sum(e[:n]) if top_k > 0 else row_mass
+    if top_p != float("inf"):
+        before = 0.0
+        for j in range(n):
+            if j > 0 and before >= top_p * mass:
+                n = j
+                break
+            before += e[j]
+    return n, e[:n], sum(e[:n])
+
+
 def window_probe(ctx, z, top_k, top_p, row_mass=None, complete=False):
     """The learner's filter_window on one window row z (a list of floats): (its kept count, its certain), each None
     where the file raises or answers in another shape (it cannot say)."""
@@ -290,10 +309,8 @@ def reaches_line(ctx, z, top_k, top_p, row_mass, kept, n_kept, complete):
     reaches it). Else None."""
     if top_p == float("inf") or kept != n_kept + 1:
         return None
-    e = [math.exp(v - z[0]) for v in z]
-    top = sum(1 for v in z if v >= z[top_k - 1]) if top_k > 0 else len(z)
-    hundred = sum(e[:top]) if top_k > 0 else row_mass
-    before = sum(e[:n_kept])
+    hundred = expected_window(z, top_k, float("inf"), row_mass)[2] if top_k > 0 else row_mass   # top-p's 100 %
+    before = sum(expected_window(z, top_k, top_p, row_mass)[1])                              # the kept mass
     if abs(before - top_p * hundred) > 1e-6 * hundred:
         return None
     lower = top_p * (1 - 1e-3)
