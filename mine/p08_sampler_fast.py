@@ -11,6 +11,8 @@ docstrings below are the whole contract: the given code need not be read to writ
   3  row_total        a row total that rounds the same in any batch           §3
   4  filter_window    the kept count, and whether the window settles it       §4
   5  streams, draw    one uniform per row from its own stream                 §5
+Speed (F5): the whole sampler beats p08's loop and a full-vocabulary sort; your steps sort no whole row and read
+no value back from the device (the given code waits once per call).
 Grade: ./check.sh p08-fast (one step: --step 1; --watch re-grades on save). Stuck: ./check.sh p08-fast --hint
 (each call one level more: 1 questions, 2 step by step, 3 code).
 """
@@ -50,7 +52,8 @@ def route(params, vocab):
 def window_topk(x, width):
     """Step 2: x [n, V] -> (values [n, W] descending, their token ids [n, W]): each row's `width` largest values.
 
-    Any exact answer passes. Stretch (hints 2 and 3): read only the chunks of CHUNK logits that can hold the top W.
+    Any exact answer passes T2 (torch.topk is one; a sort of the whole row is too slow for F5). Stretch (hints 2 and
+    3): read only the chunks of CHUNK logits that can hold the top W.
     """
     # TODO(p08-fast.2): the seed's idea: the top W of each row, without sorting all V of them.
     raise _todo(2, "window_topk")
