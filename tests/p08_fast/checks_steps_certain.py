@@ -2,7 +2,7 @@
 exactly where the row's own columns prove that its kept set ends inside its window. Its causes re-run the file's
 filter_window (tests/p08_fast/step_causes.py)."""
 from course.grader.checks import Fail, check
-from tests.p08_fast.checks_steps import stable_window, step
+from tests.p08_fast.checks_steps import INF, call, stable_window, step
 from tests.p08_fast.checks_steps_sums import t4_calls
 from tests.p08_fast.step_causes import expected_window, first_cause, kth_one_column_late_line, window_probe
 
@@ -14,6 +14,7 @@ from tests.p08_fast.step_causes import expected_window, first_cause, kth_one_col
 def t4_certain(ctx):
     t = ctx.t
     calls = list(t4_calls(ctx))
+    _certain_is_one_dimensional(ctx)
     partial = [call for call in calls if not call[11]]                # complete=False: certain is the row's to prove
     if not any(any(call[-1]) for call in partial):                   # all False there: not written yet
         label, *_, shown, _, sure = next(call for call in partial if any(call[6]))
@@ -47,6 +48,8 @@ def t4_certain(ctx):
                                     lambda: _certain_not_its_own(ctx, x[r if n > 1 else 0], width, top_k[r], top_p[r],
                                                                  row_mass[r], sure[r], n),
                                     lambda: _run_ends_inside(ctx, z[r].cpu().tolist(), n_kept, top_k[r], certain[r]),
+                                    lambda: _top_p_cut_before_the_tie(ctx, z[r].cpu().tolist(), n_kept, top_k[r],
+                                                                      top_p[r], sure[r]),
                                     lambda: _run_reaches_the_edge(ctx, z[r].cpu().tolist(), n_kept, top_k[r], sure[r])),
                        ctx.t("certain 只看这一行自己：开了 top-k 的行要第 k 大的值 > 第 k 列（紧跟其后）的值；只开 top-p 的行要最后保留的值 > "
                              "窗口最后一个值（否则一串相等的值可能延续到窗口外，而窗口宽度 W 由同批的别人决定）",
@@ -54,6 +57,23 @@ def t4_certain(ctx):
                              "it (column k); a top-p-only row needs its last kept value > the window's last value "
                              "(otherwise a run of equal values may go on outside, and the width W is set by the peers)"),
                        where="filter_window")
+
+
+def _certain_is_one_dimensional(ctx):
+    """Fail when the file's certain is not [n]: the given code reads certain.tolist() and counts its False entries, and
+    a [n, 1] tensor's list holds lists, none of them False: every row would count as certain."""
+    z = ctx.tensor([[3.0, 2.0, 1.0, 0.0], [2.0, 1.0, 0.0, -1.0]])
+    k, p = ctx.tensor([[2], [2]]).long(), ctx.tensor([[INF], [INF]])
+    shown = "z=[[3, 2, 1, 0], [2, 1, 0, -1]], top_k=[2, 2], top_p=[inf, inf], row_mass=None, complete=False"
+    sure = call(ctx, "filter_window", shown, z, k, p, None, False)[3]
+    if tuple(sure.shape) != (2,):
+        raise Fail(f"called filter_window({shown}) -> certain " + ctx.t(f"的形状是 {list(sure.shape)}，期望 [2]",
+                                                                        f"of shape {list(sure.shape)}, expected [2]"),
+                   ctx.t("certain 是一维的 [n]。给定代码读 certain.tolist() 数里面的 False；[n, 1] 的列表里装的是列表，一个 False 也没有："
+                         "每一行都算 certain，没有一行会交给精确路线", "certain is one-dimensional, [n]. The given code reads "
+                         "certain.tolist() and counts its False entries; a [n, 1] tensor's list holds lists, none of them "
+                         "False: every row would count as certain and none would go to the exact route"),
+                   where="filter_window")
 
 
 def _certain_not_its_own(ctx, row, width, top_k, top_p, row_mass, got, n):
@@ -106,3 +126,19 @@ def _run_reaches_the_edge(ctx, z, n_kept, top_k, got):
                  f"your certain is True, but the last kept value (column {n_kept - 1}, {z[-1]:g}) equals the window's last "
                  "value: the run of equal values may go on past the window, and which of its ids a window holds changes "
                  "with the width (notebook §2), so the row's own columns cannot prove that its kept set ends inside")
+
+
+def _top_p_cut_before_the_tie(ctx, z, n_kept, top_k, top_p, got):
+    """A top-k row called certain whose k-th value ties column k, where top-p cuts before column top_k: a line when the
+    file calls the same row not certain with top-p off (top-p's cut is what it trusts). Else None."""
+    if top_k <= 0 or not got or top_p == INF or n_kept >= top_k or z[top_k] != z[top_k - 1]:
+        return None
+    if window_probe(ctx, z, top_k, INF)[1] is not False:
+        return None
+    return ctx.t(f"top_p 关掉时你说这一行不 certain；top_p = {top_p:g}（保留 {n_kept} 列，在那串与第 k 大的值相等的值之前就切了）时却说 "
+                 f"certain。可是 top-p 的 100 % 是整个 top-k 集合的质量，与第 k 大的值相等的值可能延续到窗口外：切口本身就取决于它们，"
+                 f"这一行自己的列证明不了",
+                 f"with top_p off you call this row not certain; with top_p = {top_p:g} (it keeps {n_kept} column"
+                 f"{'s' * (n_kept > 1)}, cut before the run tied with the k-th value) you call it certain. But top-p's "
+                 f"100 % is the mass of the whole top-k set, and values tied with the k-th may go on past the window: the "
+                 f"cut itself depends on them, so the row's own columns cannot prove it")

@@ -242,6 +242,21 @@ def _which_number(ctx, got, want, per_seed):
                  f"it is stream_uniform({k}, {m}): another stream's number, not this row's own (key {key})")
 
 
+def _same_number(ctx, values, params, req_ids, r):
+    """Row r, unseeded, got the number an earlier unseeded row of the same call got: a line saying the shared stream
+    moved on once per call, not once per row. Else None."""
+    def unseeded(q):
+        return q.seed is None and q.temperature >= 1e-5
+    if not unseeded(params[r]):
+        return None
+    j = next((j for j in range(r) if unseeded(params[j]) and float(values[j]) == float(values[r])), None)
+    if j is None:
+        return None
+    return ctx.t(f"没有 seed 的 {req_ids[j]!r} 和 {req_ids[r]!r} 在同一次调用里拿到了同一个数：共用流每抽一行前进一个，不是每次调用前进一个",
+                 f"the unseeded rows {req_ids[j]!r} and {req_ids[r]!r} got the same number in one call: the shared stream "
+                 f"moves on once per drawing row, not once per call")
+
+
 @check("T5.streams", "_uniforms 与 free（第 5 步）：每个请求自己的流，greedy 不抽，free 重来，无 seed 的共用一条",
        "_uniforms and free (step 5): each request's own stream, greedy rows draw nothing, free restarts, "
        "unseeded rows share one", hint=("p08-fast", 2, "s5"))
@@ -279,7 +294,8 @@ def _streams_steps(ctx, sampler):
             if float(v) != want[0]:
                 raise Fail(ctx.t(f"called {shown} -> 第 {r} 行：{float(v)!r}，期望 {want[0]!r} = {want[1]}（{label}）",
                                  f"called {shown} -> row {r}: {float(v)!r}, expected {want[0]!r} = {want[1]} ({label})"),
-                           *[w for w in [_which_number(ctx, float(v), want, per_seed[r])] if w],
+                           *[w for w in [_same_number(ctx, values, params, req_ids, r)
+                                         or _which_number(ctx, float(v), want, per_seed[r])] if w],
                            ctx.t("每个请求（req_id）一条自己的流，key 是它的 seed，用到 free() 为止：第 n 次抽取 = stream_uniform(seed, n)，"
                                  "n 从 0 数起、跨 step 累加、free 后归零；无 seed 的行共用一条流，key 是第一次无 seed 抽取时的 "
                                  "torch.initial_seed()；greedy 行不抽（0.0），也不计数",

@@ -95,8 +95,35 @@ def t2_route(ctx):
                 "the maximum (tied maxima) and draws among them; the temperature alone decides greedy")
             raise Fail(ctx.t(f"called route({shown}) -> 第 {row} 行（{_knobs(p)}）在 {where[row]}，期望 {want}（{why}）",
                              f"called route({shown}) -> row {row} ({_knobs(p)}) in {where[row]}, expected {want} ({why})"),
-                       *[line for line in [top1] if line],
+                       *[line for line in [top1 or _route_cause(ctx, p, where[row], want, window_k)] if line],
                        ctx.t("greedy 先判（temperature < 1e-5，不管过滤参数）；top_k 开启 = 0 < top_k < V：<= WINDOW_K 走 top_k，"
                              "更大走 exact；只开 top_p（< 1）走 top_p；都不开走 plain",
                              "greedy first (temperature < 1e-5, whatever the filters); top-k on = 0 < top_k < V: top_k up to "
                              "WINDOW_K, exact above; top-p only (< 1): top_p; nothing on: plain"), where="route")
+
+
+def _route_cause(ctx, p, got, want, window_k):
+    """A line naming the mistake behind a row on the wrong route, where the row's params and the route it took show
+    it: a greedy row with filters sent by its filters, or top_k = WINDOW_K sent to the exact route. Else None."""
+    if want == "greedy" and got != "greedy":
+        try:                                                        # the same temperature with no filter at all
+            plain = ctx.fn("route")([ctx.params(temperature=p.temperature)], VOCAB)
+            alone = list(plain.greedy) == [0]
+        except Exception:  # noqa: BLE001 - it cannot say
+            return None
+        if not alone:
+            return ctx.t(f"temperature {p.temperature:g} 不加任何过滤时你的 route 也不把它当 greedy：greedy 是 temperature < "
+                         f"GREEDY_TEMPERATURE（1e-5），比较的是这个常数",
+                         f"with temperature {p.temperature:g} and no filter at all your route does not make it greedy either: "
+                         f"greedy is temperature < GREEDY_TEMPERATURE (1e-5): compare with that constant")
+        return ctx.t(f"这一行 temperature {p.temperature:g} < 1e-5，是 greedy；你按它的过滤参数（top_k {p.top_k}、top_p {p.top_p:g}）"
+                     f"把它送去了 {got}：先判 greedy，再看过滤参数",
+                     f"this row's temperature {p.temperature:g} is below 1e-5: it is greedy; your route sent it to {got} by "
+                     f"its filters (top_k {p.top_k}, top_p {p.top_p:g}): decide greedy first, the filters after")
+    if want == "top_k" and got == "exact" and p.top_k == window_k:
+        return ctx.t(f"top_k = WINDOW_K = {window_k} 的行自己要 top_k + 1 = {window_k + 1} 列，top-k 窗口最多 WINDOW_K + 1 = "
+                     f"{window_k + 1} 列：放得下，走 top_k。差了一：比的是 top_k 与 WINDOW_K（或 top_k + 1 与 WINDOW_K + 1）",
+                     f"a row with top_k = WINDOW_K = {window_k} needs its own top_k + 1 = {window_k + 1} columns, and the "
+                     f"top-k window holds up to WINDOW_K + 1 = {window_k + 1}: it fits, so top_k. An off-by-one: compare "
+                     f"top_k with WINDOW_K (or top_k + 1 with WINDOW_K + 1)")
+    return None

@@ -10,8 +10,8 @@ from tests.p08_fast.order_probes import boundaries_in_wider_windows, orders_of_o
 from tests.p08_fast.checks_steps import INF, bits, call, need_tensor, rows_text, stable_window, step
 from tests.p08_fast.step_causes import (coarse_units_line, complete_line, expected_window, first_cause,
                                         float_test_line, inclusive_mass_line, kth_one_column_late_line, reaches_line,
-                                        row_mass_line, tied_kth_cut_line, top_k_off_line, weight_space_line,
-                                        window_probe)
+                                        row_mass_line, tied_kth_cut_line, top_k_off_line, top_p_off_as_one_line,
+                                        value_cut_line, weight_space_line, window_probe)
 
 
 def agrees_on_one_thread(ctx, x, r) -> bool:
@@ -101,6 +101,7 @@ ROW_A = [math.log(p) for p in (0.15, 0.5, 0.05, 0.25, 0.03, 0.02)]
 ROW_C = [math.log(p) for p in (0.04, 0.12, 0.4, 0.05, 0.3, 0.09)]          # 2 log(p) / T = 2
 BLOG = [math.log(p) for p in (0.5, 0.25, 0.15, 0.1)]
 NEAR_MAX = torch.tensor([[0.0, -1e-8, -2e-8, -1.0, -2.0, -3.0]])   # distinct values whose weights exp(z - max) all round to 1
+LIGHT_SECOND = torch.tensor([[0.0, -20.0, -30.0, -40.0, -50.0, -60.0, -70.0, -80.0]])  # exp(-20) leaves 1 + it at 1
 TINY_TAIL = torch.tensor([[0.0, -0.5, -25.0, -30.0, -35.0, -40.0, -45.0, -50.0]])  # exp(-25) is below float32's step at 1.6
 
 
@@ -204,6 +205,9 @@ def t4_cases(ctx):
          [0.0], [True]),
         (t("top_k=2，其后的权重（1e-11 及更小）加进 float32 的前缀和也不改变它", "top_k=2, and the weights after it (1e-11 and "
            "less) leave the float32 prefix sum unchanged"), TINY_TAIL, 6, [2], [INF], [0.0], [True]),
+        (t("top_k=2，top_p 关（inf）：第 1 列的权重（2e-9）加进 float32 的前缀和也不改变它，照样保留",
+           "top_k=2, top_p off (inf): column 1's weight (2e-9) leaves the float32 prefix sum unchanged, and stays"),
+         LIGHT_SECOND, 6, [2], [INF], [0.0], [True]),
         (t("top_k=2：第 1、2 列的值不同（-1e-08 > -2e-08），权重 e 却都舍入成 1", "top_k=2: columns 1 and 2 hold distinct values "
            "(-1e-08 > -2e-08) whose weights e both round to 1"), NEAR_MAX, 5, [2], [INF], [0.0], [True]),
     ]
@@ -284,6 +288,8 @@ def t4_filter_window(ctx):
                 why = first_cause(
                     lambda: weight_space_line(ctx, zr, top_k[r], kept, n_kept),
                     lambda: reaches_line(ctx, zr, top_k[r], top_p[r], row_mass[r], kept, n_kept, complete),
+                    lambda: value_cut_line(ctx, zr, kept, n_kept),
+                    lambda: top_p_off_as_one_line(ctx, zr, top_k[r], top_p[r], kept, n_kept),
                     lambda: top_k[r] > 0 and kept == n_kept + 1 and kth_one_column_late_line(ctx),
                     lambda: tied_kth_cut_line(ctx, zr, top_k[r], kept, n_kept, certain[r], m),
                     lambda: _window_mass_why(ctx, zr, top_k[r], top_p[r], row_mass[r], e[r], n_kept),

@@ -321,3 +321,37 @@ def reaches_line(ctx, z, top_k, top_p, row_mass, kept, n_kept, complete):
                  f"at top_p = {top_p:g} you keep column {n_kept}, whose mass before ({before:.6g}) is exactly top_p of the "
                  f"100 % ({hundred:.6g}); at a slightly lower top_p ({lower:.6g}) you drop it: you drop once the mass "
                  f"before passes top_p, p08 drops once it reaches it (>=)")
+
+
+def top_p_off_as_one_line(ctx, z, top_k, top_p, kept, n_kept):
+    """A top-k row with top-p off (inf) that kept fewer columns than top-k: a line when the count is what top_p = 1
+    gives in float32 (a column too light to move the float32 prefix sum has mass before = the 100 %), the file keeps
+    the same count at top_p = 1 and the whole top-k set at top_p = 2 (inf alone is read as 1). Else None."""
+    if top_k <= 0 or top_p != float("inf") or kept >= n_kept:
+        return None
+    cs = torch.exp(torch.tensor(z, dtype=torch.float32) - z[0]).cumsum(0).tolist()      # float32 prefix sums
+    at_one = 1 + next((j for j in range(n_kept - 1) if cs[j] >= cs[n_kept - 1]), n_kept - 1)
+    if kept != at_one or window_probe(ctx, z, top_k, 1.0)[0] != kept or window_probe(ctx, z, top_k, 2.0)[0] != n_kept:
+        return None                                          # (at top_p 2 nothing reaches: a floor would still drop)
+    return ctx.t(f"top_p 是 inf（关），你却只保留 {kept} 列，和 top_p = 1 时一样：第 {kept} 列的权重太轻，加进 float32 的前缀和也不改变它，"
+                 f"于是它之前的质量（{bits(cs[kept - 1])}）就“达到”了 100 %。top_p = inf 表示不开 top-p（什么都不比），不是 top_p = 1",
+                 f"top_p is inf (off), yet you keep {kept} column{'s' * (kept > 1)}, as with top_p = 1: column {kept} is too light to move the "
+                 f"float32 prefix sum, so its mass before ({bits(cs[kept - 1])}) 'reaches' the 100 %. top_p = inf means "
+                 f"top-p is off (compare nothing), not top_p = 1")
+
+
+def value_cut_line(ctx, z, kept, n_kept):
+    """A row that kept columns past p08's cut, each equal to the last kept value: a line when the file keeps a run cut
+    by top-p whole on a second, top-p-only row too (the zeroing goes by value, z >= the last kept value). Else None."""
+    if kept <= n_kept or z[n_kept] != z[n_kept - 1] or kept != sum(1 for v in z if v >= z[n_kept - 1]):
+        return None
+    row = [3.0, 2.0, 2.0, 2.0, 1.0, 0.0]                     # top-p only, 0.5 of its mass: p08 keeps 2, the run is 1..3
+    if window_probe(ctx, row, 0, 0.5, sum(math.exp(v - 3.0) for v in row))[0] != 4:
+        return None                                          # (top-p ignored would keep all 6)
+    cols = f"{n_kept}" if kept == n_kept + 1 else f"{n_kept}..{kept - 1}"
+    return ctx.t(f"你还留着第 {cols} 列：它们与最后保留的值（第 {n_kept - 1} 列，{bits(z[n_kept - 1])}）相等，但 top-p "
+                 f"在第 {n_kept - 1} 列之后就切开了这串值。你按值置 0（z >= 最后保留的值）；要按列的位置：第 n_kept 列起全部置 0",
+                 f"you also keep {'columns' if kept > n_kept + 1 else 'column'} {cols}: "
+                 f"{'they equal' if kept > n_kept + 1 else 'it equals'} the last kept value (column {n_kept - 1}, "
+                 f"{bits(z[n_kept - 1])}), but top-p cut that run after column {n_kept - 1}. Your zeroing goes by value "
+                 f"(z >= the last kept value); go by column position: zero every column from n_kept on")

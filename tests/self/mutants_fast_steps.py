@@ -15,7 +15,16 @@ FAST_STEPS = [
            "top_k >= V counts as on", "top-k on = 0 < top_k < V"),
     Mutant("route_window_k_exclusive", "T1.route",
            (("(routes.top_k if p.top_k <= WINDOW_K else routes.exact)", "(routes.top_k if p.top_k < WINDOW_K else routes.exact)"),),
-           "top_k = WINDOW_K goes to the exact route", "WINDOW_K"),
+           "top_k = WINDOW_K goes to the exact route", "An off-by-one"),
+    Mutant("route_greedy_only_at_zero", "T1.route",
+           (("        if p.temperature < GREEDY_TEMPERATURE:\n            routes.greedy.append(i)",
+             "        if p.temperature == 0:\n            routes.greedy.append(i)"),),
+           "greedy only at temperature 0, not below GREEDY_TEMPERATURE", "compare with that constant"),
+    Mutant("route_exact_before_greedy", "T1.route",
+           (("        if p.temperature < GREEDY_TEMPERATURE:\n            routes.greedy.append(i)",
+             "        if p.top_k > WINDOW_K and p.top_k < vocab:\n            routes.exact.append(i)\n"
+             "        elif p.temperature < GREEDY_TEMPERATURE:\n            routes.greedy.append(i)"),),
+           "a greedy row with a top_k above WINDOW_K goes to the exact route (a blind-round file)", "decide greedy first"),
     Mutant("route_top_p_joins_peers_window", "T1.route",
            (("    return routes\n", "    if routes.top_k:\n        routes.top_k.extend(routes.top_p)\n        routes.top_k.sort()\n"
              "        routes.top_p.clear()\n    return routes\n"),),
@@ -207,6 +216,25 @@ FAST_STEPS = [
              "    n_top_k = top_k.clamp(min=1) if row_mass is None else (z >= kth).sum(-1, keepdim=True)"),),
            "keeps exactly top_k columns, values tied with the k-th dropped, when no row is top-p-only (the sampler "
            "stays right: such a row is not certain, and the exact route settles it)", "ties included"),
+    Mutant("top_p_off_read_as_one", "T4.filter_window",
+           (("n_top_p = 1 + first_true(cs[:, :-1] >= top_p * mass)",
+             "n_top_p = 1 + first_true(cs[:, :-1] >= torch.where(top_p.isinf(), 1.0, top_p) * mass)"),),
+           "top_p inf (off) read as 1: a top-k column too light to move the float32 prefix sum is dropped (a blind-round "
+           "file)", "not top_p = 1"),
+    Mutant("kept_set_zeroed_by_value", "T4.filter_window",
+           (("e = e.masked_fill(torch.arange(z.shape[1], device=z.device) >= n_kept, 0.0)",
+             "e = e.masked_fill(z < z.gather(1, n_kept - 1), 0.0)"),),
+           "e zeroed by value (z >= the last kept value): a run of ties cut by top-p stays whole (a blind-round file)",
+           "Your zeroing goes by value"),
+    Mutant("certain_shaped_n_by_1", "T4.certain",
+           (("    return e, cs, total, certain[:, 0]", "    return e, cs, total, certain"),),
+           "certain returned [n, 1]: the given code's count of False finds none, every row counts as certain (a "
+           "blind-round file)", "certain is one-dimensional"),
+    Mutant("certain_trusts_a_top_p_cut_before_the_tie", "T4.certain",
+           (("certain = kth > z.gather(1, top_k)",
+             "certain = (kth > z.gather(1, top_k)) | ((top_p < 1) & (n_kept < top_k))"),),
+           "a top-k row trusted when top-p cuts before a run tied with the k-th value (a blind-round file)",
+           "the cut itself depends on them"),
     Mutant("kept_count_top_k_zero_as_a_count", "T4.filter_window",
            (("    n_top_k = (z >= kth).sum(-1, keepdim=True)", "    n_top_k = top_k.clamp(min=1)"),),
            "keeps at most top_k columns, with top_k 0 (off) taken as a count: a top-p-only row keeps 1",
@@ -238,6 +266,13 @@ FAST_STEPS = [
              "            if p.temperature < GREEDY_TEMPERATURE:\n                if p.seed is not None:\n"
              "                    self._streams.setdefault(req_id, [p.seed, 0])[1] += 1\n                continue"),),
            "a greedy row advances its stream", "counted 1 draw there"),
+    Mutant("shared_stream_moves_once_per_call", "T5.streams",
+           (("            stream[1] += 1",
+             "            if stream is not self._shared:\n                stream[1] += 1\n"
+             "        if self._shared is not None and any(p.seed is None and p.temperature >= GREEDY_TEMPERATURE "
+             "for p in params):\n            self._shared[1] += 1"),),
+           "the shared stream moves on once per call, not once per drawing row (a blind-round file)",
+           "not once per call"),
     Mutant("stream_shared_restarts", "T5.streams",
            (("self._shared = self._shared or [torch.initial_seed(), 0]", "self._shared = [torch.initial_seed(), 0]"),),
            "each unseeded row starts the shared stream again", "unseeded rows share one stream"),
