@@ -73,9 +73,47 @@ def c1_compiles_for_a_gpu(ctx):
                          "language only: no break/continue or early return, globals must be tl.constexpr, a loop's "
                          "variables keep their types"), where=f"{ctx.file}:{line}" if line else launch.kernel)
     if answer["approximate"]:
+        slashes = slash_lines(ctx.impl_path)
+        by_temperature = not slashes or any("temperature" in text for _, text in slashes)
+        shown = "; ".join(f"{ctx.file}:{n}: {text}" for n, text in slashes[:2])
         raise Fail(f"{called} -> PTX {', '.join(answer['approximate'])}",
+                   *([ctx.t(f"你的 kernel 里的 `/`：{shown}", f"the `/` in your kernel: {shown}")] if slashes else []),
                    ctx.t("编译出来的除法是近似的（GPU 上 x / t 是 div.full.f32，误差可到 2 ulp）：z 的 bit 和 torch 的 x / T 不同，"
                          "并列会变。用 tl.div_rn(x, temperature)：它和 torch 一样只按 IEEE 舍入一次",
                          "the compiled division is approximate (on a GPU x / t is div.full.f32, off by up to 2 ulp): z's "
                          "bits differ from torch's x / T and ties move. tl.div_rn(x, temperature) rounds once, as IEEE "
-                         "and torch do"), where=launch.kernel)
+                         "and torch do") if by_temperature else
+                   ctx.t("编译出来的除法是近似的（GPU 上 `/` 是 div.full.f32，误差可到 2 ulp），解释器里却按 IEEE 算：两边的 bit 不同。"
+                         "步骤里需要除法的只有 z = tl.div_rn(x, temperature)；别的除法（比如 exp(z) / exp(z_max)）换成不用除的写法"
+                         "（exp(z - z_max)），或者用 tl.div_rn",
+                         "the compiled division is approximate (on a GPU `/` is div.full.f32, off by up to 2 ulp) while the "
+                         "interpreter divides as IEEE does: the bits differ between them. The one division the steps need "
+                         "is z = tl.div_rn(x, temperature); write any other (exp(z) / exp(z_max), say) without one "
+                         "(exp(z - z_max)), or with tl.div_rn"), where=launch.kernel)
+
+
+def slash_lines(path) -> list:
+    """[(line number, code)] of the file's lines with a true division `/` (not `//`) outside comments and strings, inside
+    its @triton.jit step functions (the given sample_kernel left out): where an approximate division in the PTX can
+    come from."""
+    import io
+    import tokenize
+    from pathlib import Path
+    try:
+        text = Path(path).read_text()
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (OSError, SyntaxError, tokenize.TokenError):
+        return []
+    source = text.splitlines()
+    jit, found = set(), []
+    for n, line in enumerate(source, 1):                          # the lines of every function under @triton.jit
+        if line.startswith("@triton.jit"):
+            body = next((m for m in range(n, len(source)) if source[m].startswith("def ")), None)
+            if body is not None and not source[body].startswith("def sample_kernel("):     # given code: not yours
+                end = next((m for m in range(body + 1, len(source)) if source[m] and not source[m][0].isspace()),
+                           len(source))
+                jit.update(range(body + 1, end + 1))
+    for tok in tokens:
+        if tok.type == tokenize.OP and tok.string in ("/", "/=") and tok.start[0] in jit:
+            found.append((tok.start[0], source[tok.start[0] - 1].strip()[:90]))
+    return list(dict.fromkeys(found))

@@ -204,7 +204,19 @@ def k2_kth_largest(ctx):
                      if k < len(x) and int((expect.z_of(x, t) >= want).sum()) == k]
         one_more = bool(exactly_k) and all(got == float(torch.sort(z, descending=True).values[k])
                                             for got, z, k in exactly_k)     # every such answer the (k+1)-th
+        stuck = not below and all(want > -INF and got == torch.tensor(want).nextafter(torch.tensor(-INF)).item()
+                                  for *_, want, got in wrong)             # only the wrong ones, each one key below
         called, label_en, label_zh, x, t, k, want, got = wrong[0]
+        if stuck:
+            raise Fail(f"{called} [{ctx.t(label_zh, label_en)}] -> {got:#.9g}",
+                       ctx.t(f"期望 {want:#.9g}（torch.topk(z, {k}).values[-1]）", f"expected {want:#.9g} "
+                             f"(torch.topk(z, {k}).values[-1])"),
+                       ctx.t("答错的每一个都正好比第 k 大的值小一个 key（别的答对了）：搜索停在 lo = 下面那个 key、hi = 答案的 key 上，却从没试过 "
+                             "hi。成功时令 lo = mid 的搜索，mid 要向上取整（(lo + hi + 1) >> 1），否则 hi = lo + 1 时 mid 永远是 lo",
+                             "each wrong answer is exactly one key below the k-th value (the others are right): the search "
+                             "ends with lo on the key below and hi on the answer's key, and never tests hi. A search that "
+                             "sets lo = mid on success rounds mid up ((lo + hi + 1) >> 1); else once hi = lo + 1, mid is lo "
+                             "forever"), where="kth_largest")
         raise Fail(f"{called} [{ctx.t(label_zh, label_en)}] -> {got:#.9g}",          # both to the same digits
                    ctx.t(f"期望 {want:#.9g}（torch.topk(z, {k}).values[-1]）", f"expected {want:#.9g} "
                          f"(torch.topk(z, {k}).values[-1])"), _kth_why(ctx, x, t, k, got, want, below, one_more),
@@ -257,6 +269,12 @@ def _kth_why(ctx, x, t, k, got, want, below=False, one_more=False) -> str:  # no
         return ctx.t(f"这是第 k+1 大的值：z >= {f32(want)} 的列正好 k = {k} 个，已经够了。候选值上面（含）有至少 k 列就留下它：>= k，不是 > k",
                      f"this is the (k+1)-th largest value: exactly k = {k} columns have z >= {f32(want)}, which is "
                      f"enough. A candidate with at least k columns at or above it is kept: >= k, not > k")
+    if got != got:
+        return ctx.t("NaN 不是这一行的值（这一行没有 NaN）：你的搜索试了一个不是浮点数的候选：[KEY_MIN, KEY_MAX] 之外的 key"
+                     "（比如比 -inf 的 key 还低的下端 KEY_MIN - 1），或者 (-inf + inf) / 2 这样的浮点中点。每个候选都要是 [-inf, +inf] 里的浮点数",
+                     "NaN is no value of this row (it holds none): your search tested a candidate that is no float: a key "
+                     "outside [KEY_MIN, KEY_MAX] (a low end of KEY_MIN - 1, below -inf's key, say) or a float midpoint such "
+                     "as (-inf + inf) / 2. Every candidate must be a float in [-inf, +inf]")
     finite = int((z > -INF).sum())
     if got == -INF and finite >= k:
         return ctx.t(f"-inf 只在有限值不到 k 个时才是答案，这里有 {finite} 个：搜索从没把下端往上移。每一次都要保留 z >= mid 的列"

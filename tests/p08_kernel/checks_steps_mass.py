@@ -52,22 +52,36 @@ def row_plan(ctx, x, t, top_k, top_p, block) -> RowPlan:
 def k3_units(ctx):
     g = torch.Generator().manual_seed(13)
     x = torch.cat([torch.tensor([0.0, -INF, -1e-30, -30.0, -60.0]), -torch.rand(251, generator=g) * 40])
-    vocab, t = len(x), 1.0
-    scale = expect.scale_of(vocab)
-    called = f"called units(z, z_max=0, scale=2**{int(math.log2(scale))}) on {row_text(x)}"
-    got = ctx.probe("units", called, probes.units, x[None], [t], [0.0], scale, blocks(ctx, vocab)[0])[0].tolist()
-    want = expect.numpy_units(x, 0.0, scale)
+    _units_of(ctx, x, 1.0)
+    x = torch.cat([torch.tensor([12.0, 11.5, 11.0, 9.0, 0.0]), torch.rand(59, generator=g) * 12])   # z up to 120
+    _units_of(ctx, x, 0.1, large=True)
+
+
+def _units_of(ctx, x, t, large=False):
+    """The file's units of every column of x at temperature t against float32 numpy's (a Fail at the first that is
+    off by more than units_allowance); large: z_max is past exp's float32 range (the first row already passed)."""
+    vocab, scale = len(x), expect.scale_of(len(x))
+    z, (top, _) = expect.z_of(x, t), expect.row_max(x, t)
+    called = f"called units(z, z_max={f32(top)}, scale=2**{int(math.log2(scale))}) on {row_text(x)}"
+    got = ctx.probe("units", called, probes.units, x[None], [t], [top], scale, blocks(ctx, vocab)[0])[0].tolist()
+    want = expect.numpy_units(z, top, scale)
     for c, (a, b) in enumerate(zip(got, want)):
-        if a == b or b != int(scale) and abs(a - b) <= units_allowance(b, float(x[c])):
+        if a == b or b != int(scale) and abs(a - b) <= units_allowance(b, float(z[c]) - top):
             continue
-        called = f"called units(z={f32(float(x[c]))}, z_max=0, scale=2**{int(math.log2(scale))})"
-        if b and a in (0, 1) or b == 0 and a == 0:
+        called = f"called units(z={f32(float(z[c]))}, z_max={f32(top)}, scale=2**{int(math.log2(scale))})"
+        if large:
+            why = ctx.t(f"z_max = 0 的那一行你的单位是对的；这里 z_max = {f32(top)}：单独的 exp(z) 在 z 超过约 88.7 时就溢出 float32"
+                        "（exp(z) / exp(z_max) 成了 inf / inf = NaN）。算 exp(z - z_max)：它在 [0, 1] 里",
+                        f"your units were right on the row with z_max = 0; here z_max = {f32(top)}: exp(z) alone overflows "
+                        "float32 past z of about 88.7 (exp(z) / exp(z_max) is inf / inf = NaN). Compute exp(z - z_max), "
+                        "which lies in [0, 1]")
+        elif b and a in (0, 1) or b == 0 and a == 0:
             why = ctx.t("这是权重本身（0 到 1），不是单位：乘上 scale 再取整，整数才有足够的位", "this is the weight itself "
                         "(0 to 1), not units: multiply by scale, then take the integer part, so the integers keep enough bits")
         elif a < 0:
             why = ctx.t("负的单位：整数溢出了（int32 只有 31 位，一列的单位可到 2**52）", "negative units: the integer "
                         "overflowed (int32 has 31 bits; one column's units reach 2**52)")
-        elif b and abs(a - math.floor(2.0 ** float(x[c]) * scale)) <= units_allowance(b, float(x[c])):
+        elif b and abs(a - math.floor(2.0 ** float(x[c]) * scale)) <= units_allowance(b, float(x[c])):   # z_max 0
             why = ctx.t("这是 2**(z - z_max)：tl.exp2 的参数要先乘 log2(e)（exp(x) = exp2(x * log2(e))），或者直接用 tl.exp",
                         "this is 2**(z - z_max): tl.exp2's argument needs the factor log2(e) (exp(x) = exp2(x * log2(e))), "
                         "or use tl.exp")
@@ -96,6 +110,8 @@ def mass_rows():
     x[::7] = -INF
     yield "-inf entries", "含 -inf", x, 1.0
     yield "flat: 2000 nearly equal values", "平的：2000 个几乎相等的值", torch.randn(2000, generator=g) * 1e-3, 1.0
+    x = torch.cat([torch.zeros(3), torch.full((61,), -30.0)])          # 3 * 2**55 units past 2**53, then odd small ones
+    yield "three maxima and 61 tiny weights: a sum past 2**53", "三个最大值和 61 个极小的权重：和超过 2**53", x, 1.0
 
 
 @check("K3.mass_at_least", "mass_at_least：z >= v 的列的单位之和，整数相加，块大小怎么变都是同一个数",
@@ -142,6 +158,10 @@ def _mass_why(ctx, z, w, v, mass, want) -> str:
     if mass == expect.mass_at_least(z, w, math.nextafter(v, INF)) and mass != want:
         return ctx.t("这是 z > v 的和：规则是 z >= v（等于 v 的列也算）", "this is the sum over z > v: the rule is z >= v "
                      "(the columns equal to v count too)")
+    if want > 2 ** 53 and mass != want and abs(mass - want) <= want * 2 ** -50:
+        return ctx.t(f"差了 {abs(mass - want)} 个单位，而和超过了 2**53：这是 float64 的和（53 位，过了 2**53 每次相加都舍入）。"
+                     "把 int64 的单位用 int64 相加，和就是精确的", f"off by {abs(mass - want)} units of a sum past 2**53: this is a "
+                     "float64 sum (53 bits: past 2**53 every add rounds). Add the int64 units as int64: the sum is exact")
     if want and abs(mass - want) <= want * 2 ** -20:
         return ctx.t("差了一点点：这是浮点数的和（float32 只留 24 位，每次相加都舍入，顺序一变结果就变）。把 int64 的单位相加，"
                      "和就是精确的", "off by a little: this is a float sum (float32 keeps 24 bits and every add rounds, so "

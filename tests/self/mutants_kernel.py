@@ -8,6 +8,11 @@ ROW_MAX_LOAD = f"        {LOAD}\n        best = tl.max(z, 0)"
 COUNT_LOAD = f"        {LOAD}\n        count += tl.sum((z >= v) & (cols < V), 0).to(tl.int32)"
 MASS_LINE = "        mass += tl.sum(tl.where(z >= v, units(z, z_max, scale), 0), 0)"
 
+KTH_BOUNDS = ('    Bisection over the float keys: count(>= value(lo)) >= k > count(>= value(hi)); 32 halvings leave hi = lo + 1."""\n'
+              "    lo = tl.full((), KEY_MIN, tl.int64)\n    hi = tl.full((), KEY_MAX + 1, tl.int64)")
+CUT_BOUNDS = ("    p08's rule in units: a column stays while the mass before it is below quota = ceil(top_p * the 100 %).\"\"\"\n"
+              "    lo = tl.full((), KEY_MIN, tl.int64)\n    hi = tl.full((), KEY_MAX + 1, tl.int64)")
+
 KERNEL = [
     # step 1: the launch and a row's max
     Mutant("launch_block_from_batch", "K1.launch",
@@ -189,4 +194,41 @@ KERNEL = [
            ((ROW_MAX_LOAD, '        z = tl.load(row + cols, mask=cols < V, other=float("-inf")) / temperature\n'
                            '        best = tl.max(z, 0)'),),
            "x / temperature, an approximate division on a GPU", "approximate"),
+    # the second blind round's classes
+    Mutant("kth_search_never_tests_hi", "K2.kth_largest",
+           ((KTH_BOUNDS, KTH_BOUNDS.replace("KEY_MAX + 1", "KEY_MAX")),
+            ("        enough = count_at_least(row, V, temperature, key_value(mid), BLOCK) >= k\n"
+             "        lo = tl.where(enough, mid, lo)\n        hi = tl.where(enough, hi, mid)",
+             "        enough = count_at_least(row, V, temperature, key_value(mid), BLOCK) >= k\n"
+             "        lo = tl.where(enough, mid, lo)\n        hi = tl.where(enough, hi, mid - 1)")),
+           "an inclusive [lo, hi] search with a floor mid and lo = mid on success: once hi = lo + 1 it never tests hi (a "
+           "blind-round file)", "never tests hi"),
+    Mutant("units_as_a_ratio_of_exps", "K3.units",
+           (("    return (tl.exp(z - z_max) * scale).to(tl.int64)", "    return (tl.exp(z) / tl.exp(z_max) * scale).to(tl.int64)"),),
+           "exp(z) / exp(z_max): inf / inf past z of 88.7 (a blind-round file)", "overflows float32"),
+    Mutant("mass_in_float64", "K3.mass_at_least",
+           ((MASS_LINE, "        mass += tl.sum(tl.where(z >= v, units(z, z_max, scale), 0).to(tl.float64), 0).to(tl.int64)"),),
+           "each block's units added in float64: a sum past 2**53 rounds (a blind-round file)", "float64 sum"),
+    Mutant("top_p_ties_floor_plus_one", "K4.top_p_cut",
+           (("(quota - above + weight - 1) // tl.maximum(weight, 1)", "(quota - above) // tl.maximum(weight, 1) + 1"),),
+           "the ties kept as floor + 1, one too many when the quota divides exactly (a blind-round file)",
+           "not the floor plus one"),
+    Mutant("top_p_search_below_z_max", "K4.top_p_cut",
+           ((CUT_BOUNDS, CUT_BOUNDS.replace("    hi = tl.full((), KEY_MAX + 1, tl.int64)",
+                                            "    top = z_max.to(tl.int32, bitcast=True)\n"
+                                            "    hi = tl.where(top >= 0, top, top ^ 0x7FFFFFFF).to(tl.int64)")),),
+           "top-p's search ends below z_max's key: the cut is never z_max itself (a blind-round file)",
+           "never tests z_max"),
+    Mutant("top_p_kept_all_ties", "K4.top_p_cut",
+           (("    return cut, last, above + n_keep * weight", "    return cut, last, above + tied * weight"),),
+           "kept holds every tie's units, not only the kept ones' (a blind-round file)", "at or above the cut"),
+    Mutant("draw_keeps_every_tie", "K5.draw",
+           (("        keep = (z > cut) | ((z == cut) & (cols <= last))\n        w = tl.where(keep & (cols < V), units(z, z_max, scale), 0)",
+             "        keep = z >= cut\n        w = tl.where(keep & (cols < V), units(z, z_max, scale), 0)"),),
+           "the draw ignores last: it can land on a tie that top-p dropped (a blind-round file)", "a tie that top-p dropped"),
+    Mutant("draw_later_block_wins", "K5.draw",
+           (("        token = tl.minimum(token, tl.min(tl.where(reached, cols.to(tl.int64), V), 0))",
+             "        token = tl.where(tl.max(reached.to(tl.int32), 0) > 0, tl.min(tl.where(reached, cols.to(tl.int64), V), 0), "
+             "token)"),),
+           "every later block past the target replaces the token (a blind-round file)", "replaced the column"),
 ]
