@@ -211,12 +211,13 @@ def k2_kth_largest(ctx):
             raise Fail(f"{called} [{ctx.t(label_zh, label_en)}] -> {got:#.9g}",
                        ctx.t(f"期望 {want:#.9g}（torch.topk(z, {k}).values[-1]）", f"expected {want:#.9g} "
                              f"(torch.topk(z, {k}).values[-1])"),
-                       ctx.t("答错的每一个都正好比第 k 大的值小一个 key（别的答对了）：搜索停在 lo = 下面那个 key、hi = 答案的 key 上，却从没试过 "
-                             "hi。成功时令 lo = mid 的搜索，mid 要向上取整（(lo + hi + 1) >> 1），否则 hi = lo + 1 时 mid 永远是 lo",
+                       ctx.t("答错的每一个都正好比第 k 大的值小一个 key（别的答对了）：搜索结束时 lo 停在下面那个 key 上，上面那个 key 没试过。"
+                             "要么少了一次对半（在 2**32 个 key 里收拢到一个要 32 次），要么从不试 hi：成功时令 lo = mid、mid 向下取整，"
+                             "hi = lo + 1 之后 mid 永远是 lo（mid 要向上取整：(lo + hi + 1) >> 1）",
                              "each wrong answer is exactly one key below the k-th value (the others are right): the search "
-                             "ends with lo on the key below and hi on the answer's key, and never tests hi. A search that "
-                             "sets lo = mid on success rounds mid up ((lo + hi + 1) >> 1); else once hi = lo + 1, mid is lo "
-                             "forever"), where="kth_largest")
+                             "ended with lo on the key below, the key above never tested. Either it stops a halving early "
+                             "(closing on one of 2**32 keys takes 32), or it never tests hi: with lo = mid on success and a "
+                             "floor mid, once hi = lo + 1 mid is lo forever (round mid up: (lo + hi + 1) >> 1)"), where="kth_largest")
         raise Fail(f"{called} [{ctx.t(label_zh, label_en)}] -> {got:#.9g}",          # both to the same digits
                    ctx.t(f"期望 {want:#.9g}（torch.topk(z, {k}).values[-1]）", f"expected {want:#.9g} "
                          f"(torch.topk(z, {k}).values[-1])"), _kth_why(ctx, x, t, k, got, want, below, one_more),
