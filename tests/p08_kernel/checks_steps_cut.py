@@ -63,11 +63,11 @@ def _one_block(ctx, values, got, want, block, at) -> str | None:
     whole = 1 << (len(values) - 1).bit_length()                   # one block holds the row
     if at is None or not block or len(values) <= block or got[0] != want[0] or at(whole) != want:
         return None
-    return ctx.t(f"同一行在 BLOCK = {whole}（一块装下整行）时你的结果是对的，BLOCK = {block} 时不对：前面各块里并列列的单位没有带到后面的块。"
-                 f"一个并列列留不留，看的是它之前（按列号）全部并列列的单位，跨块累加",
+    return ctx.t(f"同一行在 BLOCK = {whole}（一块装下整行）时你的结果是对的，BLOCK = {block} 时不对：这一行的并列列跨了几块，"
+                 f"你的并列那一遍从一块带到下一块的东西丢了或错了。一个并列列留不留，看的是它之前（按列号）全部并列列的单位，跨块累加",
                  f"the same row at BLOCK = {whole} (one block holds it) gives the right answer, at BLOCK = {block} not: "
-                 f"the units of the ties in earlier blocks are not carried into later ones. Whether a tied column stays "
-                 f"depends on the units of every tie before it by column, added across blocks")
+                 f"this row's ties span blocks, and what your tie pass carries from one block to the next is lost or wrong. "
+                 f"Whether a tied column stays depends on the units of every tie before it by column, added across blocks")
 
 
 def _cut_why(ctx, z, w, q, got, want, block=None, at=None) -> str:  # noqa: C901 - one cause per branch
