@@ -198,29 +198,18 @@ def k2_kth_largest(ctx):
         wrong = [a for a in answers if a[-1] != a[-2]]                      # -0.0 == 0.0: the same kept set
         if not wrong:
             continue
-        below = all(got == torch.tensor(want).nextafter(torch.tensor(-INF)).item()
-                    for *_, want, got in answers if want > -INF)          # every answer one float below
+        def one_below(want, got):
+            return want > -INF and got == torch.tensor(want).nextafter(torch.tensor(-INF)).item()
+        below = all(one_below(want, got) for *_, want, got in answers if want > -INF)   # every answer one float below
         exactly_k = [(got, expect.z_of(x, t), k) for _, _, _, x, t, k, want, got in answers
                      if k < len(x) and int((expect.z_of(x, t) >= want).sum()) == k]
         one_more = bool(exactly_k) and all(got == float(torch.sort(z, descending=True).values[k])
                                             for got, z, k in exactly_k)     # every such answer the (k+1)-th
-        stuck = not below and all(want > -INF and got == torch.tensor(want).nextafter(torch.tensor(-INF)).item()
-                                  for *_, want, got in wrong)             # only the wrong ones, each one key below
+        stuck = not below and all(one_below(want, got) for *_, want, got in wrong)   # only the wrong ones, one below
         called, label_en, label_zh, x, t, k, want, got = wrong[0]
-        if stuck:
-            raise Fail(f"{called} [{ctx.t(label_zh, label_en)}] -> {got:#.9g}",
-                       ctx.t(f"期望 {want:#.9g}（torch.topk(z, {k}).values[-1]）", f"expected {want:#.9g} "
-                             f"(torch.topk(z, {k}).values[-1])"),
-                       ctx.t("答错的每一个都正好比第 k 大的值小一个 key（别的答对了）：搜索结束时 lo 停在下面那个 key 上，上面那个 key 没试过。"
-                             "要么少了一次对半（在 2**32 个 key 里收拢到一个要 32 次），要么从不试 hi：成功时令 lo = mid、mid 向下取整，"
-                             "hi = lo + 1 之后 mid 永远是 lo（mid 要向上取整：(lo + hi + 1) >> 1）",
-                             "each wrong answer is exactly one key below the k-th value (the others are right): the search "
-                             "ended with lo on the key below, the key above never tested. Either it stops a halving early "
-                             "(closing on one of 2**32 keys takes 32), or it never tests hi: with lo = mid on success and a "
-                             "floor mid, once hi = lo + 1 mid is lo forever (round mid up: (lo + hi + 1) >> 1)"), where="kth_largest")
         raise Fail(f"{called} [{ctx.t(label_zh, label_en)}] -> {got:#.9g}",          # both to the same digits
                    ctx.t(f"期望 {want:#.9g}（torch.topk(z, {k}).values[-1]）", f"expected {want:#.9g} "
-                         f"(torch.topk(z, {k}).values[-1])"), _kth_why(ctx, x, t, k, got, want, below, one_more),
+                         f"(torch.topk(z, {k}).values[-1])"), _kth_why(ctx, x, t, k, got, want, below, one_more, stuck),
                    where="kth_largest")
 
 
@@ -235,7 +224,15 @@ def reciprocal_line(ctx) -> str:
                  "x / T by a bit. z must be tl.div_rn(x, temperature) in every step, rounded once as torch's x / T is")
 
 
-def _kth_why(ctx, x, t, k, got, want, below=False, one_more=False) -> str:  # noqa: C901 - one cause per branch
+def _kth_why(ctx, x, t, k, got, want, below=False, one_more=False, stuck=False) -> str:  # noqa: C901 - a cause a branch
+    if stuck:
+        return ctx.t("答错的每一个都正好比第 k 大的值小一个 key（别的答对了）：搜索结束时 lo 停在下面那个 key 上，上面那个 key 没试过。"
+                     "要么少了一次对半（在 2**32 个 key 里收拢到一个要 32 次），要么从不试 hi：成功时令 lo = mid、mid 向下取整，"
+                     "hi = lo + 1 之后 mid 永远是 lo（mid 要向上取整：(lo + hi + 1) >> 1）",
+                     "each wrong answer is exactly one key below the k-th value (the others are right): the search ended "
+                     "with lo on the key below, the key above never tested. Either it stops a halving early (closing on "
+                     "one of 2**32 keys takes 32), or it never tests hi: with lo = mid on success and a floor mid, once "
+                     "hi = lo + 1 mid is lo forever (round mid up: (lo + hi + 1) >> 1)")
     if t != 1.0 and got == float(torch.topk(reciprocal_z(x, t), k).values[-1]):
         return reciprocal_line(ctx)
     z = expect.z_of(x, t)
